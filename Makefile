@@ -1,0 +1,29 @@
+# Two entry points: `make run` (set up, import the sample, serve) and `make test` (set up, run the tests).
+# Both are idempotent: the virtualenv is rebuilt only when the requirement files change.
+
+PYTHON ?= python
+VENV := .venv
+BIN := $(VENV)/bin
+DATA_DIR ?= data
+
+.PHONY: run test bench setup clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 12), "Python 3.12+ is required (pyenv reads .python-version)"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	@touch $@
+
+run: setup
+	@DATA_DIR=$(DATA_DIR) BIN=$(BIN) ./scripts/start.sh
+
+test: setup
+	$(BIN)/python -m pytest
+
+bench: setup
+	$(BIN)/python bench/consolidation_bench.py
+
+clean:
+	rm -rf $(VENV)

@@ -1,0 +1,5 @@
+"""`python -m consolidation ...`: the command-line interface."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,290 @@
+"""The consolidation engine: runs tasks one run at a time across all processes, and records what happened."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .embedding import Embedder
+from .errors import RunInProgress
+from .lifecycle import Lifecycle
+from .schedule import due_tasks, next_due
+from .settings import TASK_NAMES, Settings
+from .stores import Stores
+from .stores.control import ControlStore
+from .stores.runs import RunStore
+from .stores.tombstones import TombstoneStore
+from .summaries import Summarizer
+from .tasks import TASKS, TaskContext
+from .timeutil import to_iso, utc_now
+
+log = logging.getLogger(__name__)
+PROGRESS_WRITE_SECONDS = 1.0
+RUNS_KEPT = 100
+
+
+@dataclass
+class Run:
+    """One consolidation run: which tasks, why, and how far it got."""
+
+    id: str
+    tasks: list[str]
+    dry_run: bool
+    trigger: str
+    started_at: datetime
+    current_task: str | None = None
+    progress: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+    lease_lost: bool = False
+
+    def record(self) -> dict[str, Any]:
+        return {"id": self.id, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
+                "trigger": self.trigger, "started_at": to_iso(self.started_at)}
+
+
+class ConsolidationEngine:
+    """Owns the tasks, the run lease and the records; the API and the scheduler both go through it."""
+
+    def __init__(self, settings: Settings, stores: Stores, embedder: Embedder, summarizer: Summarizer,
+                 clock: Callable[[], datetime] = utc_now):
+        self.settings = settings
+        self.stores = stores
+        self.clock = clock
+        self.summarizer = summarizer
+        falkor = stores.graph.falkor
+        self.control = ControlStore(falkor)
+        self.runs = RunStore(falkor)
+        self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), embedder)
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self._background: list[threading.Thread] = []
+        self._background_lock = threading.Lock()
+
+    # --- running ---------------------------------------------------------------------------------
+
+    def begin(self, tasks: Sequence[str], dry_run: bool, trigger: str) -> Run:
+        """Take the run lease and record a new run; RunInProgress if another run holds the lease."""
+        run = self._leased_run(tasks, dry_run, trigger)
+        self._open_record(run)
+        return run
+
+    def execute(self, run: Run) -> dict[str, Any]:
+        """Run the tasks of a begun run in order, keeping the lease alive, then record and release it."""
+        keeper = LeaseKeeper(self.control, run, self.settings.consolidation_lease_seconds)
+        keeper.start()
+        try:
+            for task in run.tasks:
+                if run.lease_lost:
+                    run.results[task] = {"success": False, "error": "run lease lost to another process"}
+                    continue
+                run.current_task = task
+                run.results[task] = self._run_task(run, task)
+        finally:
+            keeper.stop()
+            result = self._finish(run)
+        return result
+
+    def run(self, tasks: Sequence[str], dry_run: bool = False, trigger: str = "manual") -> dict[str, Any]:
+        return self.execute(self.begin(tasks, dry_run, trigger))
+
+    def execute_in_background(self, run: Run) -> threading.Thread:
+        """Execute a begun run on its own thread, so an HTTP request can answer at once."""
+        thread = threading.Thread(target=self.execute, args=(run,), name=f"run-{run.id[:8]}", daemon=True)
+        with self._background_lock:
+            self._background = [t for t in self._background if t.is_alive()] + [thread]
+        thread.start()
+        return thread
+
+    def wait_for_background(self, timeout: float | None = None) -> None:
+        """Let runs started in the background finish (used at shutdown)."""
+        with self._background_lock:
+            threads = list(self._background)
+        for thread in threads:
+            thread.join(timeout)
+
+    def reconcile(self, repair: bool) -> dict[str, Any]:
+        """Compare the stores; a repair holds the run lease so it never races a consolidation's own writes."""
+        if not repair:
+            self.stores.ensure_ready()
+            return self.lifecycle.reconcile(repair=False)
+        run = self._leased_run([], dry_run=False, trigger="reconcile")
+        try:
+            return self.lifecycle.reconcile(repair=True)
+        finally:
+            self.control.release_lease(run.id)
+
+    def run_due(self, now: datetime | None = None) -> dict[str, Any] | None:
+        """Run whatever is due, once across all processes: the due check is repeated under the lease."""
+        now = now or self.clock()
+        intervals, tick = self.settings.task_intervals, self.settings.consolidation_tick_seconds
+        if not due_tasks(self.control.state(), intervals, now, tick):
+            return None
+        try:
+            run = self._leased_run([], dry_run=False, trigger="schedule")
+        except RunInProgress:
+            return None
+        # Another process may have run the same tasks between our first look and taking the lease.
+        run.tasks = due_tasks(self.control.state(), intervals, now, tick)
+        if not run.tasks:
+            self.control.release_lease(run.id)
+            return None
+        self._open_record(run)
+        return self.execute(run)
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def status(self) -> dict[str, Any]:
+        control = self.control.state()
+        now = self.clock()
+        lease = self.control.current_lease(time.time())
+        current = self.runs.get(lease.run_id) if lease else None
+        return {
+            **{f"last_{task}": control.get(f"last_{task}") for task in TASK_NAMES},
+            "next_due": self._next_due(control, now),
+            "history": control["history"],
+            "current_run": _public_run(current) if current else None,
+            "lease": {"holder": lease.holder, "run_id": lease.run_id, "task": lease.task,
+                      "expires_at": lease.expires_at} if lease else None,
+            "store_counts": self._counts(),
+        }
+
+    def get_run(self, run_id: str) -> dict[str, Any] | None:
+        run = self.runs.get(run_id)
+        return _public_run(run) if run else None
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _leased_run(self, tasks: Sequence[str], dry_run: bool, trigger: str) -> Run:
+        self.stores.ensure_ready()
+        run = Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, self.clock())
+        ttl = self.settings.consolidation_lease_seconds
+        first = run.tasks[0] if run.tasks else None
+        if self.control.acquire_lease(self.holder, run.id, first, time.time(), ttl) is None:
+            holder = self.control.current_lease(time.time())
+            raise RunInProgress(holder.run_id if holder else None, holder.task if holder else None)
+        return run
+
+    def _open_record(self, run: Run) -> None:
+        try:
+            self.runs.create(run.record())
+        except Exception:
+            self.control.release_lease(run.id)
+            raise
+
+    def _run_task(self, run: Run, task: str) -> dict[str, Any]:
+        ctx = TaskContext(self.settings, self.stores.graph, self.stores.vectors, self.lifecycle, self.summarizer,
+                          now=self.clock(), progress=ProgressWriter(self.runs, run, task))
+        started = time.monotonic()
+        try:
+            report = {**TASKS[task](ctx, run.dry_run), "success": True}
+        except Exception as exc:  # a failing task is recorded and retried later; it must not end the run
+            log.exception("consolidation %s failed run=%s", task, run.id)
+            report = {"success": False, "error": f"{type(exc).__name__}: {exc}"}
+        report["seconds"] = round(time.monotonic() - started, 3)
+        log.info("consolidation %s done processed=%s seconds=%.3f success=%s dry_run=%s run=%s", task,
+                 report.get("memories_processed", 0), report["seconds"], report["success"], run.dry_run, run.id)
+        if not run.dry_run:
+            self._record(run, task, ctx.now, report)
+        return report
+
+    def _record(self, run: Run, task: str, ran_at: datetime, report: dict[str, Any]) -> None:
+        entry = {"task": task, "ran_at": to_iso(ran_at), "memories_processed": report.get("memories_processed", 0),
+                 "duration_seconds": report["seconds"], "success": report["success"], "run_id": run.id,
+                 "trigger": run.trigger}
+        if not report["success"]:
+            entry["error"] = report["error"]
+        try:
+            self.control.record_task(task, entry, self.settings.consolidation_history_limit)
+        except Exception:  # the store that failed the task may be the one we record in
+            log.exception("consolidation could not record %s in history run=%s", task, run.id)
+
+    def _finish(self, run: Run) -> dict[str, Any]:
+        finished = self.clock()
+        success = all(r.get("success") for r in run.results.values())
+        summary = {"state": "succeeded" if success else "failed", "finished_at": to_iso(finished),
+                   "result": run.results, "progress": run.progress}
+        try:
+            self.runs.update(run.id, summary)
+            self.runs.prune(RUNS_KEPT)
+        except Exception:
+            log.exception("consolidation could not record the end of run=%s", run.id)
+        finally:
+            try:
+                self.control.release_lease(run.id)
+            except Exception:  # an unreleased lease expires on its own
+                log.exception("consolidation could not release the lease run=%s", run.id)
+        return {"run_id": run.id, "trigger": run.trigger, "dry_run": run.dry_run, "tasks": run.tasks,
+                "started_at": to_iso(run.started_at), "finished_at": to_iso(finished),
+                "duration_seconds": round((finished - run.started_at).total_seconds(), 3),
+                "success": success, "results": run.results}
+
+    def _next_due(self, control: dict[str, Any], now: datetime) -> dict[str, str | None]:
+        intervals, tick = self.settings.task_intervals, self.settings.consolidation_tick_seconds
+        result = {}
+        for task in TASK_NAMES:
+            due = next_due(task, control, intervals[task], tick)
+            result[task] = None if due is None else to_iso(max(due, now))
+        return result
+
+    def _counts(self) -> dict[str, Any]:
+        graph = self.stores.graph.count_memories()
+        vectors = self.stores.vectors.count()
+        return {"graph_memories": graph, "vector_points": vectors, "in_sync": graph == vectors,
+                "difference": graph - vectors}
+
+
+class ProgressWriter:
+    """A task's progress callback: kept in memory, written to the run record at most once a second."""
+
+    def __init__(self, runs: RunStore, run: Run, task: str):
+        self.runs, self.run, self.task = runs, run, task
+        self.started = time.monotonic()
+        self.last_write = 0.0
+
+    def __call__(self, processed: int, total: int) -> None:
+        now = time.monotonic()
+        self.run.progress = {"task": self.task, "processed": processed, "total": total,
+                             "elapsed_seconds": round(now - self.started, 3)}
+        if now - self.last_write >= PROGRESS_WRITE_SECONDS or processed >= total:
+            self.last_write = now
+            try:
+                self.runs.update(self.run.id, {"progress": self.run.progress, "current_task": self.task})
+            except Exception:  # progress is informative; losing one update must not fail the task
+                log.warning("consolidation could not write progress run=%s", self.run.id)
+
+
+class LeaseKeeper:
+    """Renews the run lease every third of its lifetime while a run executes."""
+
+    def __init__(self, control: ControlStore, run: Run, ttl: float):
+        self.control, self.run, self.ttl = control, run, ttl
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"lease-{run.id[:8]}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.ttl / 3):
+            try:
+                if not self.control.renew_lease(self.run.id, self.run.current_task, time.time(), self.ttl):
+                    log.error("consolidation lost its run lease run=%s", self.run.id)
+                    self.run.lease_lost = True
+                    return
+            except Exception:  # a store hiccup: try again next time, the lease outlives a few misses
+                log.warning("consolidation could not renew its lease run=%s", self.run.id)
+
+
+def _public_run(run: dict[str, Any]) -> dict[str, Any]:
+    return {"run_id": run.get("id"), **{k: v for k, v in run.items() if k != "id"}}

@@ -1,0 +1,69 @@
+"""The service's error types; the HTTP layer maps each to one status code and one JSON shape."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """Base of every error the service reports to a caller."""
+
+    status = 500
+    error = "internal_error"
+
+    def __init__(self, detail: str, **extra):
+        super().__init__(detail)
+        self.detail = detail
+        self.extra = extra
+
+
+class InvalidInput(ServiceError):
+    """The caller sent a value the service cannot accept; `field` names it."""
+
+    status = 400
+    error = "invalid_input"
+
+    def __init__(self, field: str, detail: str):
+        super().__init__(f"{field}: {detail}", field=field)
+        self.field = field
+
+
+class Unauthorized(ServiceError):
+    status = 401
+    error = "unauthorized"
+
+
+class NotFound(ServiceError):
+    status = 404
+    error = "not_found"
+
+
+class RunInProgress(ServiceError):
+    """A consolidation run is already going; `run_id` names it."""
+
+    status = 409
+    error = "run_in_progress"
+
+    def __init__(self, run_id: str | None, task: str | None = None):
+        super().__init__(f"consolidation run {run_id} is in progress", run_id=run_id, task=task)
+        self.run_id = run_id
+
+
+class Conflict(ServiceError):
+    status = 409
+    error = "conflict"
+
+
+class StoreUnavailable(ServiceError):
+    """A store cannot be reached or answered with an error that is not the caller's fault."""
+
+    status = 503
+    error = "store_unavailable"
+
+    def __init__(self, store: str, detail: str):
+        super().__init__(f"{store}: {detail}", store=store)
+        self.store = store
+
+
+class StoreMismatch(ServiceError):
+    """An existing store holds data this service cannot use as configured (e.g. another vector size)."""
+
+    error = "store_mismatch"

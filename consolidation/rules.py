@@ -1,0 +1,99 @@
+"""Pure decision rules: which association a pair of memories gets, and what forgetting does to each memory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+WEEK_SECONDS = 7 * 86400.0
+
+
+@dataclass(frozen=True)
+class Association:
+    """An edge the creative task proposes between two memories."""
+
+    relation: str  # the edge label: CONTRADICTS or DISCOVERED
+    kind: str
+    confidence: float
+
+
+def association_for(type_a: str, type_b: str, similarity: float, seconds_apart: float | None) -> Association | None:
+    """The first rule that fires for a pair without an edge, or None.
+
+    Both Decision and sim < 0.3 -> CONTRADICTS (0.6); Insight with Pattern and sim > 0.5 -> explains (0.7);
+    different types and sim > 0.7 -> shares_theme (confidence = sim); created less than 7 days apart
+    and sim < 0.4 -> parallel_context (0.5).
+    """
+    if type_a == "Decision" and type_b == "Decision" and similarity < 0.3:
+        return Association("CONTRADICTS", "contradicts", 0.6)
+    if {type_a, type_b} == {"Insight", "Pattern"} and similarity > 0.5:
+        return Association("DISCOVERED", "explains", 0.7)
+    if type_a != type_b and similarity > 0.7:
+        return Association("DISCOVERED", "shares_theme", round(float(similarity), 6))
+    if seconds_apart is not None and abs(seconds_apart) < WEEK_SECONDS and similarity < 0.4:
+        return Association("DISCOVERED", "parallel_context", 0.5)
+    return None
+
+
+@dataclass(frozen=True)
+class ForgetPolicy:
+    """The thresholds and protections of controlled forgetting (0 disables a threshold)."""
+
+    archive_threshold: float
+    delete_threshold: float
+    grace_period_days: float
+    protected_importance: float
+    protected_types: frozenset[str]
+
+
+@dataclass(frozen=True)
+class ForgetDecision:
+    memory_id: str
+    action: str  # archive, delete or protect
+    reason: str
+    relevance_score: float
+
+
+def forget_decisions(
+    policy: ForgetPolicy,
+    ids: Sequence[str],
+    relevance: np.ndarray,
+    archived: np.ndarray,
+    age_days: np.ndarray,
+    importance: np.ndarray,
+    types: Sequence[str],
+    protected: np.ndarray,
+    protected_reasons: Sequence[str | None],
+) -> list[ForgetDecision]:
+    """One decision for every memory below a threshold: delete, archive, or protect (with the protection)."""
+    below_delete = relevance < policy.delete_threshold
+    below_archive = (relevance < policy.archive_threshold) & ~archived
+    decisions = []
+    for i in np.flatnonzero(below_delete | below_archive):
+        shield = _protection(policy, age_days[i], importance[i], types[i], protected[i], protected_reasons[i])
+        score = float(relevance[i])
+        if shield:
+            decisions.append(ForgetDecision(ids[i], "protect", shield, score))
+        elif below_delete[i]:
+            reason = f"relevance {score:.4f} < delete threshold {policy.delete_threshold}"
+            decisions.append(ForgetDecision(ids[i], "delete", reason, score))
+        else:
+            reason = f"relevance {score:.4f} < archive threshold {policy.archive_threshold}"
+            decisions.append(ForgetDecision(ids[i], "archive", reason, score))
+    return decisions
+
+
+def _protection(policy: ForgetPolicy, age_days, importance, memory_type, protected, protected_reason) -> str | None:
+    """Why a memory must not be forgotten, or None if nothing protects it."""
+    if protected:
+        return f"protected: {protected_reason}" if protected_reason else "protected flag is set"
+    if importance >= policy.protected_importance:
+        return f"importance {importance:.2f} >= {policy.protected_importance}"
+    if memory_type in policy.protected_types:
+        return f"type {memory_type} is protected"
+    if np.isnan(age_days) or age_days < policy.grace_period_days:
+        age = "unknown age" if np.isnan(age_days) else f"{age_days:.1f} days old"
+        return f"{age} < grace period {policy.grace_period_days:g} days"
+    return None

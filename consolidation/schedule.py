@@ -1,0 +1,49 @@
+"""When each task is next due, from its interval, its last success and its recent failures (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .settings import TASK_NAMES
+from .timeutil import parse_iso
+
+NEVER_RAN = datetime.min.replace(tzinfo=UTC)
+
+
+def next_due(task: str, control: Mapping[str, Any], interval: float, tick: float) -> datetime | None:
+    """The moment `task` becomes due; None if it is disabled (interval 0).
+
+    A task that never ran is due at once (the scheduler's first tick, not start-up). After a failure the
+    retry waits tick * 2^(failures-1), never more than the interval, so a broken store is not hammered.
+    """
+    if interval <= 0:
+        return None
+    last = _time(control.get(f"last_{task}"))
+    due = last + timedelta(seconds=interval) if last else NEVER_RAN
+    failures = int(control.get(f"failures_{task}") or 0)
+    failed_at = _time(control.get(f"last_failure_{task}"))
+    if failures and failed_at:
+        backoff = min(interval, tick * 2 ** min(failures - 1, 30))
+        due = max(due, failed_at + timedelta(seconds=backoff))
+    return due
+
+
+def due_tasks(control: Mapping[str, Any], intervals: Mapping[str, float], now: datetime, tick: float) -> list[str]:
+    """The tasks due at `now`, in the order a full run takes them."""
+    due = []
+    for task in TASK_NAMES:
+        moment = next_due(task, control, intervals[task], tick)
+        if moment is not None and moment <= now:
+            due.append(task)
+    return due
+
+
+def _time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return parse_iso(str(value))
+    except ValueError:
+        return None

@@ -1,0 +1,176 @@
+"""The service's one typed settings object, read once from the environment and validated."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+
+TASK_NAMES = ("decay", "creative", "cluster", "forget")
+
+Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
+Seconds = Annotated[int, Field(ge=0)]
+
+
+class SettingsError(ValueError):
+    """A setting is missing or has a value the service cannot accept."""
+
+
+class Settings(BaseModel):
+    """Every setting of the service; field names are the environment variable names in lower case."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    # Graph store (FalkorDB). No host means the embedded falkordblite under data_dir.
+    falkordb_host: str | None = Field(None, description="a host name; empty for the embedded FalkorDB")
+    falkordb_port: int = Field(6379, ge=1, le=65535, description="a TCP port 1..65535")
+    falkordb_password: SecretStr | None = Field(None, description="a password or empty")
+    falkordb_graph: str = Field("memories", min_length=1, description="a graph name")
+
+    # Vector store (Qdrant). No URL means the embedded Qdrant Edge shard under data_dir.
+    qdrant_url: str | None = Field(None, description="an http(s) URL; empty for the embedded Qdrant")
+    qdrant_api_key: SecretStr | None = Field(None, description="an API key or empty")
+    qdrant_collection: str = Field("memories", min_length=1, description="a collection name")
+    vector_size: int = Field(384, ge=2, le=65536, description="an integer 2..65536")
+    data_dir: Path = Field(Path("./data"), description="a directory path")
+
+    # Authentication. The admin token is required: without it the service would have to run open.
+    admin_api_token: SecretStr = Field(description="a non-empty secret of at least 16 characters")
+    api_token: SecretStr | None = Field(None, description="a secret for the memory endpoints, or empty")
+
+    # Scheduler.
+    consolidation_scheduler_enabled: bool = Field(True, description="true or false")
+    consolidation_tick_seconds: float = Field(60.0, gt=0, description="a number of seconds > 0")
+    consolidation_decay_interval_seconds: Seconds = Field(86400, description="seconds >= 0 (0 disables)")
+    consolidation_creative_interval_seconds: Seconds = Field(604800, description="seconds >= 0 (0 disables)")
+    consolidation_cluster_interval_seconds: Seconds = Field(2592000, description="seconds >= 0 (0 disables)")
+    consolidation_forget_interval_seconds: Seconds = Field(0, description="seconds >= 0 (0 disables)")
+    consolidation_history_limit: int = Field(20, ge=1, le=1000, description="an integer 1..1000")
+    consolidation_lease_seconds: float = Field(
+        60.0, ge=3, le=3600, description="seconds 3..3600 a run's lease lasts without renewal"
+    )
+
+    # Decay.
+    consolidation_decay_importance_threshold: Fraction | None = Field(
+        0.3, description="a number 0..1, or empty to decay every memory"
+    )
+    consolidation_score_epsilon: float = Field(
+        0.0005, ge=0.0, le=0.1, description="a number 0..0.1: smaller score changes are not rewritten"
+    )
+
+    # Creative associations.
+    consolidation_creative_sample_size: int = Field(30, ge=2, le=1000, description="an integer 2..1000")
+
+    # Clustering.
+    consolidation_cluster_similarity: Fraction = Field(0.75, description="a cosine similarity 0..1")
+    consolidation_cluster_min_size: int = Field(5, ge=2, le=100000, description="an integer >= 2")
+    summarizer_llm_url: str | None = Field(
+        None, description="an OpenAI-compatible base URL (e.g. http://localhost:11434/v1), or empty for none"
+    )
+    summarizer_llm_model: str = Field("gpt-4o-mini", min_length=1, description="a model name")
+    summarizer_llm_api_key: SecretStr | None = Field(None, description="an API key or empty")
+    summarizer_llm_timeout_seconds: float = Field(20.0, gt=0, le=600, description="seconds 0..600")
+
+    # Forgetting.
+    consolidation_grace_period_days: float = Field(90.0, ge=0, description="a number of days >= 0")
+    consolidation_protected_importance: Fraction = Field(0.7, description="a number 0..1")
+    consolidation_protected_types: tuple[str, ...] = Field(
+        ("Decision", "Insight"), description="a comma-separated list of memory types"
+    )
+    consolidation_archive_threshold: Fraction = Field(0.0, description="a relevance 0..1 (0 disables)")
+    consolidation_delete_threshold: Fraction = Field(0.0, description="a relevance 0..1 (0 disables)")
+    consolidation_tombstone_retention_days: float = Field(30.0, ge=0, description="a number of days >= 0")
+
+    # Reports and input limits.
+    consolidation_report_limit: int = Field(100, ge=1, le=100000, description="an integer >= 1")
+    max_content_chars: int = Field(20000, ge=1, description="an integer >= 1")
+    max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="a number of bytes >= 1024")
+
+    # HTTP server and logs.
+    host: str = Field("127.0.0.1", description="an interface address")
+    port: int = Field(8000, ge=1, le=65535, description="a TCP port 1..65535")
+    web_concurrency: int = Field(1, ge=1, le=64, description="a number of worker processes 1..64")
+    web_threads: int = Field(8, ge=1, le=256, description="a number of threads per worker 1..256")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
+    log_format: Literal["kv", "json"] = Field("kv", description="kv or json")
+
+    @field_validator(
+        "falkordb_host", "falkordb_password", "qdrant_url", "qdrant_api_key", "api_token",
+        "summarizer_llm_url", "summarizer_llm_api_key",
+        "consolidation_decay_importance_threshold", mode="before",
+    )
+    @classmethod
+    def _empty_means_unset(cls, value):
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("consolidation_protected_types", mode="before")
+    @classmethod
+    def _split_types(cls, value):
+        if isinstance(value, str):
+            return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper_level(cls, value):
+        return value.upper() if isinstance(value, str) else value
+
+    @field_validator("admin_api_token")
+    @classmethod
+    def _strong_token(cls, value: SecretStr) -> SecretStr:
+        if len(value.get_secret_value().strip()) < 16:
+            raise ValueError("must be at least 16 characters")
+        return value
+
+    @model_validator(mode="after")
+    def _one_process_for_embedded_stores(self) -> Settings:
+        if self.web_concurrency > 1 and self.uses_embedded_store:
+            raise ValueError(
+                "WEB_CONCURRENCY > 1 needs store servers (FALKORDB_HOST and QDRANT_URL): "
+                "the embedded stores belong to one process; use WEB_THREADS for concurrency"
+            )
+        return self
+
+    @property
+    def uses_embedded_store(self) -> bool:
+        return self.falkordb_host is None or self.qdrant_url is None
+
+    @property
+    def task_intervals(self) -> dict[str, int]:
+        """Seconds between scheduled runs of each task; 0 means never."""
+        return {name: getattr(self, f"consolidation_{name}_interval_seconds") for name in TASK_NAMES}
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build the settings from an environment mapping (the process environment by default)."""
+    environ = os.environ if environ is None else environ
+    fields = Settings.model_fields
+    values = {name.lower(): value for name, value in environ.items() if name.lower() in fields}
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        raise SettingsError(_explain(exc, values)) from None
+
+
+def _explain(exc: ValidationError, values: Mapping[str, str]) -> str:
+    """Turn pydantic's errors into one line per variable: its name, what was given, what it accepts."""
+    lines = []
+    for error in exc.errors():
+        field = str(error["loc"][0]) if error["loc"] else ""
+        info = Settings.model_fields.get(field)
+        if info is None:
+            lines.append(error["msg"].removeprefix("Value error, "))
+            continue
+        given = "is not set" if field not in values else f"={_shown(field, values[field])!s}"
+        lines.append(f"{field.upper()} {given}: {error['msg'].removeprefix('Value error, ')}; "
+                     f"accepts {info.description}")
+    return "invalid settings:\n  " + "\n  ".join(lines)
+
+
+def _shown(field: str, value: str) -> str:
+    """Quote a given value for an error message, hiding secrets."""
+    secret = "token" in field or "password" in field or "api_key" in field
+    return "'***'" if secret else repr(value)

@@ -1,0 +1,128 @@
+"""The FalkorDB connection (embedded falkordblite or a server) and the few ways the service queries it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import redis
+from falkordb import Graph
+from falkordb.exceptions import SchemaVersionMismatchException
+from falkordb.helpers import stringify_param_value
+
+from ..errors import StoreUnavailable
+from ..settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Writes are chunked so that no single query holds FalkorDB's write lock for long: servers may time out
+# queries after 1 s, and a status request waiting behind a write should answer within tens of milliseconds.
+WRITE_CHUNK = 2000
+SOCKET_TIMEOUT_SECONDS = 60
+CONNECT_TIMEOUT_SECONDS = 3
+OUTAGE_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, OSError)
+
+
+class Falkor:
+    """One FalkorDB graph reached through a redis client; every store error becomes StoreUnavailable."""
+
+    def __init__(self, client: redis.Redis, graph_name: str, closer: Callable[[], None] | None = None):
+        self.client = client
+        self.graph_name = graph_name
+        self._graph = Graph(client, graph_name)
+        self._closer = closer
+
+    @classmethod
+    def connect(cls, settings: Settings) -> Falkor:
+        """Connect to the configured server, or start the embedded FalkorDB under the data directory."""
+        if settings.falkordb_host:
+            password = settings.falkordb_password.get_secret_value() if settings.falkordb_password else None
+            client = redis.Redis(
+                host=settings.falkordb_host, port=settings.falkordb_port, password=password,
+                decode_responses=True, socket_timeout=SOCKET_TIMEOUT_SECONDS,
+                socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, health_check_interval=30,
+            )
+            return cls(client, settings.falkordb_graph, client.close)
+        return cls._embedded(settings.data_dir / "falkordb", settings.falkordb_graph)
+
+    @classmethod
+    def _embedded(cls, directory: Path, graph_name: str) -> Falkor:
+        from redislite.falkordb_client import FalkorDB as EmbeddedFalkorDB
+
+        directory.mkdir(parents=True, exist_ok=True)
+        # Append-only file with a sync every second: a crash loses at most a second, not minutes of RDB snapshots.
+        config = {"appendonly": "yes", "appendfsync": "everysec"}
+        try:
+            db = EmbeddedFalkorDB(str(directory / "graph.rdb"), serverconfig=config)
+        except Exception as exc:  # falkordblite raises bare exceptions when its server cannot start
+            raise StoreUnavailable("graph", f"embedded FalkorDB did not start: {exc}") from exc
+        return cls(db.client, graph_name, db.close)
+
+    def close(self) -> None:
+        if self._closer:
+            self._closer()
+            self._closer = None
+
+    def ping(self) -> None:
+        self._call(self.client.ping)
+
+    def records(self, cypher: str, params: dict | None = None, *, read_only: bool = False) -> list[list[Any]]:
+        """Run one query and return its rows as Python values (lists, booleans, floats, nodes)."""
+        run = self._graph.ro_query if read_only else self._graph.query
+        try:
+            return self._call(run, cypher, params).result_set
+        except SchemaVersionMismatchException:
+            # The client's cached label/property names were stale; they were refreshed, so one retry suffices.
+            return self._call(run, cypher, params).result_set
+
+    def execute(self, cypher: str, params: dict | None = None, *, read_only: bool = False) -> list[list[Any]]:
+        """Run one query in FalkorDB's plain reply format: fast to parse, but floats and booleans are text."""
+        command = "GRAPH.RO_QUERY" if read_only else "GRAPH.QUERY"
+        reply = self._call(self.client.execute_command, command, self.graph_name, _with_params(cypher, params))
+        # A reply is [header, rows, statistics] when the query returns something, else just [statistics].
+        return reply[1] if len(reply) == 3 else []
+
+    def columns(self, cypher: str, params: dict | None = None) -> list[list[Any]]:
+        """Run a read query and return its result column by column."""
+        rows = self.execute(cypher, params, read_only=True)
+        if not rows:
+            return []
+        return [list(column) for column in zip(*rows)]
+
+    def write_chunks(self, cypher: str, rows: Sequence[Any], chunk: int = WRITE_CHUNK, **params: Any) -> None:
+        """Run `UNWIND $rows AS row ...` over the rows, a chunk at a time, with any further parameters."""
+        for part in chunked(rows, chunk):
+            self.execute(cypher, {**params, "rows": list(part)})
+
+    def _call(self, function: Callable, *args):
+        try:
+            return function(*args)
+        except redis.BusyLoadingError as exc:
+            raise StoreUnavailable("graph", "FalkorDB is loading its data; try again shortly") from exc
+        except OUTAGE_ERRORS as exc:
+            raise StoreUnavailable("graph", f"FalkorDB is unreachable ({type(exc).__name__}: {exc})") from exc
+
+
+def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _with_params(cypher: str, params: dict | None) -> str:
+    if not params:
+        return cypher
+    header = " ".join(f"{name}={stringify_param_value(value)}" for name, value in params.items())
+    return f"CYPHER {header} {cypher}"
+
+
+def floats(column: Sequence[Any]) -> np.ndarray:
+    """A column of numbers (returned as text) as float64, NaN where missing."""
+    return np.array(["nan" if value is None else value for value in column], dtype=np.float64)
+
+
+def booleans(column: Sequence[Any]) -> np.ndarray:
+    """A column of booleans (returned as 'true'/'false'); missing counts as false."""
+    return np.array([value is True or value == "true" for value in column], dtype=bool)

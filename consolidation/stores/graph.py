@@ -1,0 +1,272 @@
+"""The memory graph in FalkorDB, in the domain's words: memories, scores, associations, clusters."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import redis
+
+from ..timeutil import epoch_seconds
+from .falkor import Falkor, booleans, chunked, floats
+
+ACTIVE = "coalesce(m.archived, false) = false"
+NOT_SUMMARY = "coalesce(m.type, '') <> 'MetaPattern'"
+# A memory that was never scored counts as fully relevant until decay scores it.
+RELEVANCE = "coalesce(m.relevance_score, 1.0)"
+DEGREE = "indegree(m) + outdegree(m)"
+
+
+@dataclass
+class ScoringInputs:
+    """Per-memory columns the relevance formula and the forgetting rules need (NaN where missing)."""
+
+    ids: list[str]
+    created: np.ndarray  # epoch seconds
+    last_accessed: np.ndarray
+    importance: np.ndarray
+    confidence: np.ndarray
+    relevance: np.ndarray
+    relationship_counts: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass
+class ForgetInputs:
+    """The scoring columns of every memory plus what the protections look at."""
+
+    scoring: ScoringInputs
+    archived: np.ndarray
+    types: list[str]
+    protected: np.ndarray
+    protected_reasons: list[str | None]
+
+
+@dataclass(frozen=True)
+class SampledMemory:
+    id: str
+    type: str
+    created: float  # epoch seconds, NaN if unknown
+
+
+@dataclass(frozen=True)
+class MetaPatternRecord:
+    id: str
+    member_ids: frozenset[str]
+
+
+class GraphStore:
+    """Reads and writes memories in FalkorDB; every query batches (UNWIND) instead of looping per memory."""
+
+    def __init__(self, falkor: Falkor):
+        self.falkor = falkor
+
+    def ensure_schema(self) -> None:
+        """Create the indexes the queries rely on, if missing."""
+        for label, field in (("Memory", "id"), ("Tombstone", "memory_id"), ("ConsolidationRun", "id")):
+            try:
+                self.falkor.execute(f"CREATE INDEX FOR (n:{label}) ON (n.{field})")
+            except redis.ResponseError as exc:
+                if "already indexed" not in str(exc):
+                    raise
+
+    # --- single memories -------------------------------------------------------------------------
+
+    def upsert_memories(self, memories: Sequence[dict[str, Any]]) -> None:
+        """Create each memory, or update the stored fields of one with the same id."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MERGE (m:Memory {id: row.id}) SET m += row", list(memories), chunk=500
+        )
+
+    def get_memory(self, memory_id: str) -> dict[str, Any] | None:
+        found = self.get_memories([memory_id])
+        return found[0] if found else None
+
+    def get_memories(self, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """All stored fields of each memory that exists, in the order of `ids`."""
+        found = []
+        for part in chunked(list(ids), 1000):
+            rows = self.falkor.records(
+                "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN properties(m)", {"ids": list(part)},
+                read_only=True,
+            )
+            found.extend(dict(row[0]) for row in rows)
+        return found
+
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        rows = self.falkor.execute("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id", {"ids": list(ids)},
+                                   read_only=True)
+        return {row[0] for row in rows}
+
+    def record_access(self, memory_id: str, accessed_at: str) -> dict[str, Any] | None:
+        rows = self.falkor.records(
+            "MATCH (m:Memory {id: $id}) SET m.last_accessed = $at, m.access_count = coalesce(m.access_count, 0) + 1 "
+            "RETURN properties(m)",
+            {"id": memory_id, "at": accessed_at},
+        )
+        return dict(rows[0][0]) if rows else None
+
+    def count_memories(self) -> int:
+        return int(self.falkor.execute("MATCH (m:Memory) RETURN count(m)", read_only=True)[0][0])
+
+    def all_memory_ids(self) -> list[str]:
+        return [row[0] for row in self.falkor.execute("MATCH (m:Memory) RETURN m.id", read_only=True)]
+
+    # --- decay -----------------------------------------------------------------------------------
+
+    def scoring_inputs(self, importance_threshold: float | None) -> ScoringInputs:
+        """The active memories decay scores (all of them, or those at or above the importance threshold)."""
+        where = ACTIVE
+        params = {}
+        if importance_threshold is not None:
+            where += " AND coalesce(m.importance, 0.5) >= $threshold"
+            params["threshold"] = importance_threshold
+        columns = self.falkor.columns(
+            f"MATCH (m:Memory) WHERE {where} RETURN m.id, m.timestamp, m.last_accessed, m.importance, "
+            f"m.confidence, m.relevance_score, {DEGREE}",
+            params,
+        )
+        return _scoring_inputs(columns)
+
+    def write_scores(self, ids: Sequence[str], scores: Iterable[float]) -> None:
+        rows = [[memory_id, float(score)] for memory_id, score in zip(ids, scores)]
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (m:Memory {id: row[0]}) SET m.relevance_score = row[1]", rows
+        )
+
+    # --- creative associations ---------------------------------------------------------------------
+
+    def sample_memories(self, min_relevance: float, size: int) -> list[SampledMemory]:
+        rows = self.falkor.execute(
+            f"MATCH (m:Memory) WHERE {RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} "
+            "WITH m ORDER BY rand() LIMIT $size RETURN m.id, m.type, m.timestamp",
+            {"min": min_relevance, "size": size},
+            read_only=True,
+        )
+        created = epoch_seconds(row[2] for row in rows)
+        return [SampledMemory(row[0], row[1] or "Memory", float(t)) for row, t in zip(rows, created)]
+
+    def linked_pairs(self, ids: Sequence[str]) -> set[frozenset[str]]:
+        """Pairs among these memories that already share an edge of any type or direction."""
+        rows = self.falkor.execute(
+            "MATCH (a:Memory)-[]-(b:Memory) WHERE a.id IN $ids AND b.id IN $ids RETURN DISTINCT a.id, b.id",
+            {"ids": list(ids)},
+            read_only=True,
+        )
+        return {frozenset(row) for row in rows}
+
+    def create_associations(self, relation: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Create `relation` edges {a, b, props}; a pair that gained an edge meanwhile is left alone."""
+        if relation not in ("DISCOVERED", "CONTRADICTS"):
+            raise ValueError(f"unknown association relation {relation}")
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) WHERE NOT (a)--(b) "
+            f"CREATE (a)-[r:{relation}]->(b) SET r = row.props",
+            list(rows),
+            chunk=500,
+        )
+
+    # --- clustering ------------------------------------------------------------------------------
+
+    def cluster_candidates(self, min_relevance: float) -> list[str]:
+        rows = self.falkor.execute(
+            f"MATCH (m:Memory) WHERE {RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} RETURN m.id",
+            {"min": min_relevance},
+            read_only=True,
+        )
+        return [row[0] for row in rows]
+
+    def memory_details(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Content, type, timestamp and importance of the given memories, by id."""
+        result = {}
+        for part in chunked(ids, 2000):
+            rows = self.falkor.records(
+                "UNWIND $ids AS id MATCH (m:Memory {id: id}) "
+                "RETURN m.id, m.content, m.type, m.timestamp, m.importance, m.confidence",
+                {"ids": list(part)},
+                read_only=True,
+            )
+            for memory_id, content, memory_type, timestamp, importance, confidence in rows:
+                result[memory_id] = {"content": content or "", "type": memory_type or "Memory",
+                                     "timestamp": timestamp, "importance": importance, "confidence": confidence}
+        return result
+
+    def meta_patterns(self) -> list[MetaPatternRecord]:
+        """The active MetaPatterns with the ids of the memories each summarizes."""
+        rows = self.falkor.records(
+            "MATCH (p:MetaPattern) WHERE coalesce(p.archived, false) = false "
+            "OPTIONAL MATCH (p)-[:SUMMARIZES]->(m:Memory) RETURN p.id, collect(m.id)",
+            read_only=True,
+        )
+        return [MetaPatternRecord(row[0], frozenset(row[1])) for row in rows]
+
+    def save_meta_patterns(self, patterns: Sequence[dict[str, Any]]) -> None:
+        """Create or update MetaPatterns {id, props, members}; SUMMARIZES edges end up exactly the members."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MERGE (p:Memory:MetaPattern {id: row.id}) SET p += row.props "
+            "WITH p, row OPTIONAL MATCH (p)-[s:SUMMARIZES]->(old:Memory) WHERE NOT old.id IN row.members DELETE s "
+            "WITH DISTINCT p, row UNWIND row.members AS member_id MATCH (m:Memory {id: member_id}) "
+            "MERGE (p)-[:SUMMARIZES]->(m)",
+            list(patterns),
+            chunk=50,
+        )
+
+    def retire_meta_patterns(self, ids: Sequence[str], retired_at: str) -> None:
+        """A MetaPattern whose cluster dissolved is archived and stops summarizing anything."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS id MATCH (p:MetaPattern {id: id}) "
+            "SET p.archived = true, p.archived_at = $at, p.retired_at = $at, p.protected = false "
+            "WITH p OPTIONAL MATCH (p)-[s:SUMMARIZES]->() DELETE s",
+            list(ids),
+            at=retired_at,
+        )
+
+    # --- forgetting ------------------------------------------------------------------------------
+
+    def forget_inputs(self) -> ForgetInputs:
+        """Every memory, archived ones too, with what the forgetting rules look at."""
+        columns = self.falkor.columns(
+            "MATCH (m:Memory) RETURN m.id, m.timestamp, m.last_accessed, m.importance, m.confidence, "
+            f"m.relevance_score, {DEGREE}, m.archived, m.type, m.protected, m.protected_reason"
+        )
+        if not columns:
+            return ForgetInputs(_scoring_inputs([]), np.zeros(0, bool), [], np.zeros(0, bool), [])
+        return ForgetInputs(
+            scoring=_scoring_inputs(columns[:7]),
+            archived=booleans(columns[7]),
+            types=[t or "Memory" for t in columns[8]],
+            protected=booleans(columns[9]),
+            protected_reasons=list(columns[10]),
+        )
+
+    def archive(self, ids: Sequence[str], archived_at: str) -> None:
+        self.falkor.write_chunks(
+            "UNWIND $rows AS id MATCH (m:Memory {id: id}) SET m.archived = true, m.archived_at = $at",
+            list(ids),
+            at=archived_at,
+        )
+
+    def unarchive(self, memory_id: str) -> None:
+        self.falkor.execute(
+            "MATCH (m:Memory {id: $id}) SET m.archived = false, m.archived_at = null", {"id": memory_id}
+        )
+
+
+def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:
+    if not columns:
+        empty = np.zeros(0)
+        return ScoringInputs([], empty, empty, empty, empty, empty, empty)
+    ids, created, accessed, importance, confidence, relevance, degree = columns
+    return ScoringInputs(
+        ids=list(ids),
+        created=epoch_seconds(created),
+        last_accessed=epoch_seconds(accessed),
+        importance=floats(importance),
+        confidence=floats(confidence),
+        relevance=floats(relevance),
+        relationship_counts=np.array(degree, dtype=np.float64),
+    )

@@ -1,0 +1,56 @@
+"""ConsolidationRun nodes: each run's state, progress and report, readable from any worker."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .falkor import Falkor
+
+JSON_FIELDS = ("tasks", "progress", "result")
+
+
+class RunStore:
+    """Run records live in the graph so that whichever worker answers GET /consolidate/runs/<id> can read them."""
+
+    def __init__(self, falkor: Falkor):
+        self.falkor = falkor
+
+    def create(self, run: dict[str, Any]) -> None:
+        self.falkor.execute("CREATE (r:ConsolidationRun) SET r = $props", {"props": _encode(run)})
+
+    def update(self, run_id: str, fields: dict[str, Any]) -> None:
+        self.falkor.execute(
+            "MATCH (r:ConsolidationRun {id: $id}) SET r += $fields", {"id": run_id, "fields": _encode(fields)}
+        )
+
+    def get(self, run_id: str) -> dict[str, Any] | None:
+        rows = self.falkor.records(
+            "MATCH (r:ConsolidationRun {id: $id}) RETURN properties(r)", {"id": run_id}, read_only=True
+        )
+        return _decode(dict(rows[0][0])) if rows else None
+
+    def running(self) -> list[dict[str, Any]]:
+        rows = self.falkor.records(
+            "MATCH (r:ConsolidationRun {state: 'running'}) RETURN properties(r)", read_only=True
+        )
+        return [_decode(dict(row[0])) for row in rows]
+
+    def prune(self, keep: int) -> None:
+        """Delete finished runs beyond the newest `keep`."""
+        self.falkor.execute(
+            "MATCH (r:ConsolidationRun) WHERE r.state <> 'running' WITH r ORDER BY r.started_at DESC "
+            "SKIP $keep DELETE r",
+            {"keep": keep},
+        )
+
+
+def _encode(fields: dict[str, Any]) -> dict[str, Any]:
+    return {key: json.dumps(value) if key in JSON_FIELDS else value for key, value in fields.items()}
+
+
+def _decode(props: dict[str, Any]) -> dict[str, Any]:
+    for key in JSON_FIELDS:
+        if isinstance(props.get(key), str):
+            props[key] = json.loads(props[key])
+    return props

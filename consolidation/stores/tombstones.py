@@ -1,0 +1,119 @@
+"""Tombstone nodes: what a deleted memory was (fields, edges, vector) so it can be restored, and deletions finished."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from .falkor import Falkor
+
+RELATION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class TombstoneStore:
+    """The graph side of crash-safe deletion: pending tombstone -> vector gone -> node gone + tombstone 'deleted'."""
+
+    def __init__(self, falkor: Falkor):
+        self.falkor = falkor
+
+    def snapshot(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Each memory's properties, labels and edges (to other memories), keyed by memory id."""
+        found: dict[str, dict[str, Any]] = {}
+        rows = self.falkor.records(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, properties(m), labels(m)",
+            {"ids": list(ids)},
+            read_only=True,
+        )
+        for memory_id, props, labels in rows:
+            found[memory_id] = {"properties": dict(props), "labels": list(labels), "edges": []}
+        edges = self.falkor.records(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) "
+            "RETURN m.id, type(r), id(startNode(r)) = id(m), properties(r), o.id",
+            {"ids": list(found)},
+            read_only=True,
+        )
+        for memory_id, relation, outgoing, props, other_id in edges:
+            found[memory_id]["edges"].append(
+                {"type": relation, "outgoing": bool(outgoing), "properties": dict(props), "other_id": other_id}
+            )
+        return found
+
+    def write_pending(self, tombstones: Sequence[dict[str, Any]]) -> None:
+        rows = [{**t, "memory": json.dumps(t["memory"]), "edges": json.dumps(t["edges"]), "state": "pending"}
+                for t in tombstones]
+        self.falkor.write_chunks("UNWIND $rows AS row CREATE (t:Tombstone) SET t = row", rows, chunk=200)
+
+    def finish(self, memory_ids: Sequence[str]) -> None:
+        """In one atomic query per chunk: pending tombstones become 'deleted' and their nodes are detached and deleted."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS mid MATCH (t:Tombstone {memory_id: mid}) WHERE t.state = 'pending' "
+            "SET t.state = 'deleted' WITH DISTINCT mid OPTIONAL MATCH (m:Memory {id: mid}) DETACH DELETE m",
+            list(memory_ids),
+            chunk=500,
+        )
+
+    def pending_ids(self) -> list[str]:
+        rows = self.falkor.execute(
+            "MATCH (t:Tombstone) WHERE t.state = 'pending' RETURN DISTINCT t.memory_id", read_only=True
+        )
+        return [row[0] for row in rows]
+
+    def latest_deleted(self, memory_id: str) -> dict[str, Any] | None:
+        rows = self.falkor.records(
+            "MATCH (t:Tombstone {memory_id: $id}) WHERE t.state = 'deleted' "
+            "RETURN properties(t) ORDER BY t.deleted_epoch DESC LIMIT 1",
+            {"id": memory_id},
+            read_only=True,
+        )
+        if not rows:
+            return None
+        tombstone = dict(rows[0][0])
+        tombstone["memory"] = json.loads(tombstone["memory"])
+        tombstone["edges"] = json.loads(tombstone["edges"])
+        return tombstone
+
+    def restore_node(self, tombstone: dict[str, Any], restored_at: str) -> int:
+        """Recreate the node and every edge whose other end still exists; idempotent. Returns edges restored."""
+        memory = tombstone["memory"]
+        labels = ":Memory:MetaPattern" if "MetaPattern" in memory["labels"] else ":Memory"
+        props = {**memory["properties"], "archived": False, "archived_at": None, "restored_at": restored_at}
+        self.falkor.execute(f"MERGE (m{labels} {{id: $id}}) SET m = $props", {"id": props["id"], "props": props})
+        restored = 0
+        for (relation, outgoing), edges in _edge_groups(tombstone["edges"]).items():
+            pattern = f"(m)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(m)"
+            rows = self.falkor.execute(
+                "MATCH (m:Memory {id: $id}) UNWIND $rows AS e MATCH (o:Memory {id: e.other_id}) "
+                f"MERGE {pattern} SET r = e.properties RETURN count(r)",
+                {"id": props["id"], "rows": edges},
+            )
+            restored += int(rows[0][0]) if rows else 0
+        return restored
+
+    def mark_restored(self, tombstone_id: str, restored_at: str) -> None:
+        self.falkor.execute(
+            "MATCH (t:Tombstone {id: $id}) SET t.state = 'restored', t.restored_at = $at",
+            {"id": tombstone_id, "at": restored_at},
+        )
+
+    def purge(self, older_than_epoch: float) -> int:
+        """Drop finished tombstones past the retention period; pending ones are never purged."""
+        rows = self.falkor.execute(
+            "MATCH (t:Tombstone) WHERE t.state <> 'pending' AND t.deleted_epoch < $cutoff "
+            "WITH t LIMIT 10000 DELETE t RETURN count(t)",
+            {"cutoff": older_than_epoch},
+        )
+        return int(rows[0][0]) if rows else 0
+
+
+def _edge_groups(edges: Sequence[dict[str, Any]]) -> dict[tuple[str, bool], list[dict[str, Any]]]:
+    """Edges grouped by (relation, direction): Cypher cannot take a relation type as a parameter."""
+    groups: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
+    for edge in edges:
+        if RELATION_NAME.match(edge["type"]):
+            groups[(edge["type"], edge["outgoing"])].append(
+                {"other_id": edge["other_id"], "properties": edge["properties"]}
+            )
+    return groups

@@ -1,0 +1,73 @@
+"""The vector store interface the engine sees, whichever Qdrant runs behind it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+PAYLOAD_FIELDS = ("relevance_score", "archived", "type")
+UPSERT_CHUNK = 256
+
+
+@dataclass(frozen=True)
+class VectorPoint:
+    """One memory's embedding and the payload mirrored from the graph."""
+
+    id: str
+    vector: np.ndarray
+    payload: dict = field(default_factory=dict)
+
+
+class VectorStore(Protocol):
+    """One Qdrant collection of memory embeddings; point id = memory id, payload mirrors the graph."""
+
+    vector_size: int
+
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        """Insert or replace points."""
+
+    def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The ids among `ids` that have a vector, and their vectors as a float32 matrix, in that order."""
+
+    def all_vectors(self) -> tuple[list[str], np.ndarray]:
+        """Every point's id and vector."""
+
+    def set_relevance(self, ids: Sequence[str], scores: Sequence[float]) -> None:
+        """Mirror new relevance scores into the payload; ids without a point are skipped."""
+
+    def set_archived(self, ids: Sequence[str], archived: bool) -> None:
+        """Mirror the archived flag into the payload; ids without a point are skipped."""
+
+    def delete(self, ids: Sequence[str]) -> None:
+        """Remove points; ids without a point are ignored."""
+
+    def count(self) -> int:
+        """How many points the collection holds."""
+
+    def ids(self) -> list[str]:
+        """Every point id."""
+
+    def ping(self) -> None:
+        """Raise StoreUnavailable if the store cannot answer."""
+
+    def close(self) -> None:
+        """Release the store (flush embedded data to disk)."""
+
+
+def as_matrix(rows: Sequence[Sequence[float]], vector_size: int) -> np.ndarray:
+    """Stack vectors into a float32 matrix, (0, vector_size) when there are none."""
+    if not rows:
+        return np.zeros((0, vector_size), dtype=np.float32)
+    return np.asarray(rows, dtype=np.float32)
+
+
+def payload_of(memory: dict) -> dict:
+    """The payload a memory's point carries: the graph fields the vector side filters on."""
+    return {
+        "relevance_score": memory.get("relevance_score"),
+        "archived": bool(memory.get("archived", False)),
+        "type": memory.get("type"),
+    }

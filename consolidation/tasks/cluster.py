@@ -1,0 +1,129 @@
+"""Clustering: group similar memories and keep one MetaPattern per cluster, stable across runs."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..clusters import ClusterMatch, match_clusters
+from ..scoring import DEFAULT_IMPORTANCE, relevance_scores
+from ..similarity import clusters, normalized, similar_pairs_exact
+from ..stores.vectors import VectorPoint
+from ..summaries import ClusterMember, type_mix
+from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
+from .context import TaskContext, capped
+
+MIN_RELEVANCE = 0.3
+
+
+def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
+    settings = ctx.settings
+    ids, matrix = ctx.vectors.vectors(ctx.graph.cluster_candidates(MIN_RELEVANCE))
+    ctx.progress(0, len(ids))
+    unit = normalized(matrix)
+    rows, cols = similar_pairs_exact(unit, settings.consolidation_cluster_similarity)
+    groups = clusters(len(ids), rows, cols, settings.consolidation_cluster_min_size)
+    matches, retired = match_clusters([frozenset(ids[i] for i in g) for g in groups], ctx.graph.meta_patterns())
+    changed = [(m, g) for m, g in zip(matches, groups) if m.pattern_id is None or m.members != m.previous_members]
+    details = ctx.graph.memory_details([member for m, _ in changed for member in m.members])
+    patterns = [_pattern(ctx, match, unit[group], [ids[i] for i in group], details) for match, group in changed]
+    if not dry_run:
+        _write(ctx, patterns, retired)
+    ctx.progress(len(ids), len(ids))
+    limit = settings.consolidation_report_limit
+    written = {id(p["match"]): p for p in patterns}
+    listing = [_listed(m, written.get(id(m)), dry_run, limit) for m in matches]
+    return {
+        "memories_processed": len(ids),
+        "similar_pairs": int(len(rows)),
+        "clusters_found": len(groups),
+        "memories_clustered": int(sum(len(g) for g in groups)),
+        "created": sum(1 for m in matches if m.pattern_id is None),
+        "updated": sum(1 for m, _ in changed if m.pattern_id is not None),
+        "unchanged": len(matches) - len(changed),
+        **capped("retired", retired, limit),
+        **capped("clusters", listing, limit),
+    }
+
+
+def _pattern(ctx: TaskContext, match: ClusterMatch, vectors: np.ndarray, member_ids: Sequence[str],
+             details: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The MetaPattern to write for one new or changed cluster: properties, members and vector."""
+    centroid = normalized(vectors.mean(axis=0, keepdims=True))[0]
+    centrality = vectors @ centroid
+    members = [_member(memory_id, details.get(memory_id, {}), float(c)) for memory_id, c in zip(member_ids, centrality)]
+    summary = ctx.summarizer.summarize(members)
+    created = epoch_seconds(details.get(m, {}).get("timestamp") for m in member_ids)
+    known = created[~np.isnan(created)]
+    importance = _mean_fraction([details.get(m, {}).get("importance") for m in member_ids], DEFAULT_IMPORTANCE)
+    confidence = round(float(np.clip(centrality.mean(), 0.0, 1.0)), 6)
+    props = {
+        "type": "MetaPattern",
+        "content": summary.text,
+        "summary_method": summary.method,
+        "dominant_type": type_mix(members)[0][0],
+        "cluster_size": len(members),
+        "temporal_span_days": round(float((known.max() - known.min()) / SECONDS_PER_DAY), 3) if known.size else 0.0,
+        "member_fingerprint": _fingerprint(match.members),
+        "importance": importance,
+        "confidence": confidence,
+        "archived": False,
+        "protected": True,
+        "protected_reason": "summarizes an active cluster",
+        "updated_at": to_iso(ctx.now),
+    }
+    if match.pattern_id is None:
+        now = to_iso(ctx.now)
+        score = relevance_scores(np.zeros(1), np.zeros(1), np.array([len(members)]), np.array([importance]),
+                                 np.array([confidence]))[0]
+        props.update(created_at=now, timestamp=now, last_accessed=now, access_count=0,
+                     relevance_score=round(float(score), 6))
+    return {"id": match.pattern_id or str(uuid.uuid4()), "match": match, "props": props,
+            "members": sorted(match.members), "vector": centroid}
+
+
+def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str]) -> None:
+    # Vectors before nodes: a crash in between leaves a vector without a node, which reconcile removes,
+    # never a MetaPattern node without its vector.
+    ctx.vectors.upsert([
+        VectorPoint(p["id"], p["vector"], {"relevance_score": p["props"].get("relevance_score"),
+                                           "archived": False, "type": "MetaPattern"})
+        for p in patterns
+    ])
+    ctx.graph.save_meta_patterns([{"id": p["id"], "props": p["props"], "members": p["members"]} for p in patterns])
+    if retired:
+        ctx.graph.retire_meta_patterns(retired, to_iso(ctx.now))
+        ctx.vectors.set_archived(retired, True)
+
+
+def _member(memory_id: str, detail: dict[str, Any], centrality: float) -> ClusterMember:
+    timestamp = detail.get("timestamp")
+    return ClusterMember(memory_id, detail.get("content") or "", detail.get("type") or "Memory",
+                         timestamp[:10] if isinstance(timestamp, str) else None, centrality)
+
+
+def _listed(match: ClusterMatch, pattern: dict[str, Any] | None, dry_run: bool, limit: int) -> dict[str, Any]:
+    if match.pattern_id is None:
+        action = "create"
+    else:
+        action = "update" if pattern is not None else "unchanged"
+    return {
+        # A dry run creates nothing, so a new cluster has no MetaPattern id to show yet.
+        "meta_pattern_id": match.pattern_id or (None if dry_run else pattern["id"]),
+        "action": action,
+        "size": len(match.members),
+        **capped("member_ids", sorted(match.members), limit),
+    }
+
+
+def _mean_fraction(values: list[Any], default: float) -> float:
+    numbers = [float(v) for v in values if isinstance(v, (int, float))]
+    return round(float(np.clip(np.mean(numbers), 0.0, 1.0)), 6) if numbers else default
+
+
+def _fingerprint(members: frozenset[str]) -> str:
+    return hashlib.sha256("\n".join(sorted(members)).encode()).hexdigest()[:16]

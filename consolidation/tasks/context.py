@@ -1,0 +1,34 @@
+"""What every task receives: the settings, the stores, the moment of the run and a progress callback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..lifecycle import Lifecycle
+from ..settings import Settings
+from ..stores.graph import GraphStore
+from ..stores.vectors import VectorStore
+from ..summaries import Summarizer
+
+
+def _ignore_progress(processed: int, total: int) -> None:
+    return None
+
+
+@dataclass
+class TaskContext:
+    settings: Settings
+    graph: GraphStore
+    vectors: VectorStore
+    lifecycle: Lifecycle
+    summarizer: Summarizer
+    now: datetime
+    progress: Callable[[int, int], None] = field(default=_ignore_progress)
+
+
+def capped(name: str, items: list[Any], limit: int) -> dict[str, Any]:
+    """A long list in a report: `name` holds the first `limit` items and `name_total` says how many there were."""
+    return {name: items[:limit], f"{name}_total": len(items)}

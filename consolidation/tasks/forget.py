@@ -1,0 +1,61 @@
+"""Controlled forgetting: archive, then delete, only unprotected memories whose relevance fell below a threshold."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from ..rules import ForgetDecision, ForgetPolicy, forget_decisions
+from ..timeutil import days_between, to_iso
+from .context import TaskContext, capped
+from .decay import current_relevance
+
+
+def policy_of(settings) -> ForgetPolicy:
+    return ForgetPolicy(
+        archive_threshold=settings.consolidation_archive_threshold,
+        delete_threshold=settings.consolidation_delete_threshold,
+        grace_period_days=settings.consolidation_grace_period_days,
+        protected_importance=settings.consolidation_protected_importance,
+        protected_types=frozenset(settings.consolidation_protected_types),
+    )
+
+
+def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
+    settings = ctx.settings
+    completed = 0 if dry_run else ctx.lifecycle.complete_pending()
+    inputs = ctx.graph.forget_inputs()
+    scoring = inputs.scoring
+    ctx.progress(0, len(scoring))
+    # Forgetting judges each memory by its relevance now, not by a stored score decay may not have refreshed.
+    relevance = current_relevance(scoring, ctx.now)
+    decisions = forget_decisions(
+        policy_of(settings), scoring.ids, relevance, inputs.archived, days_between(scoring.created, ctx.now),
+        scoring.importance, inputs.types, inputs.protected, inputs.protected_reasons,
+    )
+    to_archive = [d.memory_id for d in decisions if d.action == "archive"]
+    to_delete = {d.memory_id: d.reason for d in decisions if d.action == "delete"}
+    purged = 0
+    if not dry_run:
+        if to_archive:
+            ctx.graph.archive(to_archive, to_iso(ctx.now))
+            ctx.vectors.set_archived(to_archive, True)
+        ctx.lifecycle.delete(to_delete, ctx.now)
+        purged = ctx.lifecycle.purge_expired(ctx.now, settings.consolidation_tombstone_retention_days)
+    ctx.progress(len(scoring), len(scoring))
+    counts = Counter(d.action for d in decisions)
+    return {
+        "memories_processed": len(scoring),
+        "archived": counts["archive"],
+        "deleted": counts["delete"],
+        "protected": counts["protect"],
+        "kept": len(scoring) - len(decisions),
+        "interrupted_deletions_completed": completed,
+        "tombstones_purged": purged,
+        **capped("decisions", [_public(d) for d in decisions], settings.consolidation_report_limit),
+    }
+
+
+def _public(decision: ForgetDecision) -> dict[str, Any]:
+    return {"memory_id": decision.memory_id, "action": decision.action, "reason": decision.reason,
+            "relevance_score": round(decision.relevance_score, 6)}

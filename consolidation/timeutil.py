@@ -1,0 +1,46 @@
+"""UTC time helpers: ISO-8601 strings in the stores, aware datetimes and day counts in the code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+
+import numpy as np
+
+SECONDS_PER_DAY = 86400.0
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_iso(moment: datetime) -> str:
+    """The store's spelling of a time: ISO-8601 in UTC with an explicit offset."""
+    return moment.astimezone(UTC).isoformat()
+
+
+def parse_iso(text: str) -> datetime:
+    """Parse an ISO-8601 time; a time without an offset is taken as UTC. Raises ValueError."""
+    moment = datetime.fromisoformat(text.strip())
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def epoch_seconds(texts: Iterable[str | None]) -> np.ndarray:
+    """Seconds since the epoch for each ISO string; NaN where a time is missing or unreadable."""
+    return np.fromiter((_epoch_or_nan(text) for text in texts), dtype=np.float64)
+
+
+def _epoch_or_nan(text: str | None) -> float:
+    if not text:
+        return np.nan
+    try:
+        return parse_iso(text).timestamp()
+    except (TypeError, ValueError):
+        return np.nan
+
+
+def days_between(earlier_epoch: np.ndarray, now: datetime) -> np.ndarray:
+    """Whole-and-fractional days from each epoch time to `now`; never negative."""
+    return np.maximum(0.0, (now.timestamp() - earlier_epoch) / SECONDS_PER_DAY)
