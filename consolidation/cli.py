@@ -37,7 +37,7 @@ def serve() -> None:
 @click.option("--url", help="Import through a running service at this URL instead of opening the stores.")
 @click.option("--if-empty", is_flag=True, help="Only import if the store holds no memories yet.")
 @click.option("--shift-to-now", is_flag=True,
-              help="Move all times in the file by one offset so the newest timestamp becomes now.")
+              help="Move all times in the file by one offset so the newest one becomes now.")
 def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: bool) -> None:
     """Import memories from a JSONL file: one JSON object per line (content, type, importance, ..., embedding).
 

@@ -24,6 +24,7 @@ class InvalidInput(ServiceError):
     def __init__(self, field: str, detail: str):
         super().__init__(f"{field}: {detail}", field=field)
         self.field = field
+        self.reason = detail
 
 
 class Unauthorized(ServiceError):

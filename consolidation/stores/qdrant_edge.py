@@ -12,7 +12,7 @@ import qdrant_edge as qe
 
 from ..errors import StoreMismatch, StoreUnavailable
 from .falkor import chunked
-from .vectors import UPSERT_CHUNK, VectorPoint, as_matrix
+from .vectors import UPSERT_CHUNK, VectorPoint, as_matrix, in_order
 
 log = logging.getLogger(__name__)
 SCROLL_PAGE = 10000
@@ -35,7 +35,11 @@ class EdgeVectorStore:
 
     def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         records = self._shard.retrieve(list(ids), with_payload=False, with_vector=True) if ids else []
-        return [str(r.id) for r in records], as_matrix([r.vector for r in records], self.vector_size)
+        return in_order(ids, {str(r.id): r.vector for r in records}, self.vector_size)
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict]:
+        records = self._shard.retrieve(list(ids), with_payload=True, with_vector=False) if ids else []
+        return {str(r.id): dict(r.payload or {}) for r in records}
 
     def all_vectors(self) -> tuple[list[str], np.ndarray]:
         ids: list[str] = []

@@ -12,7 +12,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from ..errors import StoreMismatch, StoreUnavailable
 from .falkor import chunked
-from .vectors import UPSERT_CHUNK, VectorPoint, as_matrix
+from .vectors import UPSERT_CHUNK, VectorPoint, as_matrix, in_order
 
 SCROLL_PAGE = 2000
 PAYLOAD_BATCH = 1000
@@ -75,7 +75,12 @@ class QdrantServerStore:
     @_outages_are_unavailable
     def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         records = self.client.retrieve(self.collection, list(ids), with_vectors=True, with_payload=False) if ids else []
-        return [str(r.id) for r in records], as_matrix([r.vector for r in records], self.vector_size)
+        return in_order(ids, {str(r.id): r.vector for r in records}, self.vector_size)
+
+    @_outages_are_unavailable
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict]:
+        records = self.client.retrieve(self.collection, list(ids), with_vectors=False, with_payload=True) if ids else []
+        return {str(r.id): dict(r.payload or {}) for r in records}
 
     @_outages_are_unavailable
     def all_vectors(self) -> tuple[list[str], np.ndarray]:

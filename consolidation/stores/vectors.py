@@ -35,6 +35,9 @@ class VectorStore(Protocol):
     def all_vectors(self) -> tuple[list[str], np.ndarray]:
         """Every point's id and vector."""
 
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict]:
+        """The payload of each of these points that exists, by id."""
+
     def set_relevance(self, ids: Sequence[str], scores: Sequence[float]) -> None:
         """Mirror new relevance scores into the payload; ids without a point are skipped."""
 
@@ -62,6 +65,12 @@ def as_matrix(rows: Sequence[Sequence[float]], vector_size: int) -> np.ndarray:
     if not rows:
         return np.zeros((0, vector_size), dtype=np.float32)
     return np.asarray(rows, dtype=np.float32)
+
+
+def in_order(asked: Sequence[str], found: dict[str, Sequence[float]], vector_size: int) -> tuple[list[str], np.ndarray]:
+    """The found vectors in the order they were asked for, skipping ids that have none."""
+    ids = [memory_id for memory_id in asked if memory_id in found]
+    return ids, as_matrix([found[memory_id] for memory_id in ids], vector_size)
 
 
 def payload_of(memory: dict) -> dict:

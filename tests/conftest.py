@@ -1,0 +1,122 @@
+"""Shared fixtures: real embedded stores in a temporary folder, a fixed clock, an isolated app per test."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import pytest
+
+from consolidation.api import create_app
+from consolidation.service import build_services
+from consolidation.settings import Settings
+from consolidation.stores.vectors import VectorPoint
+
+TOKEN = "test-admin-token-0123456789"
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: datetime = NOW):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta) -> None:
+        self.now += timedelta(**delta)
+
+
+def make_settings(data_dir, **overrides) -> Settings:
+    values = {"admin_api_token": TOKEN, "data_dir": data_dir, "consolidation_scheduler_enabled": False,
+              "vector_size": 16, "consolidation_tick_seconds": 1.0}
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def settings(tmp_path) -> Settings:
+    return make_settings(tmp_path / "data")
+
+
+@pytest.fixture
+def services(settings, clock):
+    built = build_services(settings, clock=clock)
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def app(settings, services):
+    return create_app(settings, services=services, start_scheduler=False)
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def auth() -> dict[str, str]:
+    return {"Authorization": f"Bearer {TOKEN}"}
+
+
+def unit(vector) -> np.ndarray:
+    vector = np.asarray(vector, dtype=np.float32)
+    return vector / np.linalg.norm(vector)
+
+
+def vector_at(similarity: float, base: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """A unit vector whose cosine with unit `base` is exactly `similarity` (other must be orthogonal to base)."""
+    return unit(similarity * base + np.sqrt(1 - similarity**2) * other)
+
+
+def axis(i: int, size: int = 16) -> np.ndarray:
+    vector = np.zeros(size, dtype=np.float32)
+    vector[i] = 1.0
+    return vector
+
+
+def add_memory(services, vector=None, **fields) -> str:
+    """Write one memory straight into both stores, with every field under the test's control."""
+    memory = {"id": str(uuid.uuid4()), "content": "a memory", "type": "Context", "importance": 0.5,
+              "confidence": 0.5, "timestamp": NOW.isoformat(), "last_accessed": NOW.isoformat(),
+              "access_count": 0, "relevance_score": 0.5, "archived": False, "protected": False, "tags": []}
+    memory.update(fields)
+    if vector is None:
+        vector = unit(np.random.default_rng(uuid.UUID(memory["id"]).int % 2**32).standard_normal(services.settings.vector_size))
+    services.stores.vectors.upsert([VectorPoint(memory["id"], unit(vector),
+                                                {"relevance_score": memory["relevance_score"],
+                                                 "archived": memory["archived"], "type": memory["type"]})])
+    services.stores.graph.upsert_memories([memory])
+    return memory["id"]
+
+
+def link(services, a: str, b: str, relation: str = "RELATES_TO") -> None:
+    services.stores.graph.falkor.execute(
+        f"MATCH (a:Memory {{id: $a}}), (b:Memory {{id: $b}}) CREATE (a)-[:{relation}]->(b)", {"a": a, "b": b}
+    )
+
+
+def days_ago(days: float) -> str:
+    return (NOW - timedelta(days=days)).isoformat()
+
+
+@pytest.fixture
+def client_for(settings):
+    """A test client for an app around given services, carrying the admin headers as `.auth`."""
+
+    def build(services):
+        client = create_app(services.settings, services=services, start_scheduler=False).test_client()
+        client.auth = {"Authorization": f"Bearer {TOKEN}"}
+        return client
+
+    return build

@@ -1,0 +1,98 @@
+"""Clustering on the real stores: one stable MetaPattern per cluster, updated or retired, never duplicated."""
+
+import pytest
+
+from tests.conftest import add_memory, axis, days_ago, vector_at
+
+BASE = axis(0)
+
+
+def plant_cluster(services, size, start_axis=1, base=BASE, memory_type="Decision", **fields):
+    # Each member is at cosine 0.95 from the base along its own orthogonal axis: 0.9025 between members.
+    return [add_memory(services, vector=vector_at(0.95, base, axis(start_axis + i)), type=memory_type,
+                       content=f"Use PostgreSQL for billing, note {i}", timestamp=days_ago(10 + i), **fields)
+            for i in range(size)]
+
+
+def patterns(services):
+    rows = services.stores.graph.falkor.records(
+        "MATCH (p:MetaPattern) OPTIONAL MATCH (p)-[:SUMMARIZES]->(m) "
+        "RETURN p.id, properties(p), collect(m.id) ORDER BY p.id")
+    return [(pid, dict(props), set(members)) for pid, props, members in rows]
+
+
+def run_cluster(services, dry_run=False):
+    return services.engine.run(["cluster"], dry_run=dry_run)["results"]["cluster"]
+
+
+def test_a_planted_cluster_becomes_one_meta_pattern_and_a_rerun_adds_none(services):
+    members = plant_cluster(services, 6)
+    loners = [add_memory(services, vector=axis(10 + i)) for i in range(3)]
+    report = run_cluster(services)
+    found = patterns(services)
+    assert len(found) == 1
+    pattern_id, props, summarized = found[0]
+    assert summarized == set(members)
+    assert props["cluster_size"] == 6 and props["dominant_type"] == "Decision"
+    assert props["temporal_span_days"] == pytest.approx(5.0)
+    assert props["type"] == "MetaPattern" and props["created_at"] and props["archived"] is False
+    assert "6 related memories (Decision ×6)" in props["content"]
+    assert "“Use PostgreSQL for billing, note" in props["content"]
+    assert report["clusters_found"] == 1 and report["created"] == 1
+    assert report["clusters"][0]["meta_pattern_id"] == pattern_id
+    assert set(report["clusters"][0]["member_ids"]) == set(members)
+    assert not set(loners) & summarized
+    # The summary is a memory too: its vector is in Qdrant, near the members.
+    ids, vectors = services.stores.vectors.vectors([pattern_id])
+    assert ids == [pattern_id] and float(vectors[0] @ BASE) > 0.95
+
+    again = run_cluster(services)
+    assert patterns(services) == found
+    assert again["created"] == 0 and again["unchanged"] == 1 and again["clusters_found"] == 1
+
+
+def test_a_grown_cluster_updates_its_meta_pattern(services):
+    members = plant_cluster(services, 6)
+    run_cluster(services)
+    (pattern_id, _, _), = patterns(services)
+    newcomer = add_memory(services, vector=vector_at(0.95, BASE, axis(8)), type="Insight")
+    report = run_cluster(services)
+    (same_id, props, summarized), = patterns(services)
+    assert same_id == pattern_id
+    assert summarized == set(members) | {newcomer}
+    assert props["cluster_size"] == 7 and report["updated"] == 1 and report["created"] == 0
+
+
+def test_a_dissolved_cluster_retires_its_meta_pattern(services):
+    members = plant_cluster(services, 6)
+    run_cluster(services)
+    services.stores.graph.archive(members[:3], days_ago(0))
+    report = run_cluster(services)
+    (pattern_id, props, summarized), = patterns(services)
+    assert report["retired"] == [pattern_id] and report["clusters_found"] == 0
+    assert props["archived"] is True and props["retired_at"] and summarized == set()
+    assert services.stores.vectors.payloads([pattern_id])[pattern_id]["archived"] is True
+
+
+def test_small_groups_and_irrelevant_memories_make_no_cluster(services):
+    plant_cluster(services, 4)
+    plant_cluster(services, 6, start_axis=5, base=axis(15), relevance_score=0.3)
+    report = run_cluster(services)
+    assert patterns(services) == [] and report["clusters_found"] == 0
+
+
+def test_two_separate_clusters_get_two_meta_patterns(services):
+    first = plant_cluster(services, 5, start_axis=1)
+    second = plant_cluster(services, 5, start_axis=7, base=axis(15), memory_type="Pattern")
+    run_cluster(services)
+    groups = sorted((props["dominant_type"], members) for _, props, members in patterns(services))
+    assert groups == [("Decision", set(first)), ("Pattern", set(second))]
+
+
+def test_dry_run_reports_the_clusters_and_writes_nothing(services):
+    members = plant_cluster(services, 6)
+    report = run_cluster(services, dry_run=True)
+    assert patterns(services) == []
+    assert services.stores.vectors.count() == 6
+    assert report["clusters"][0]["action"] == "create" and report["clusters"][0]["meta_pattern_id"] is None
+    assert set(report["clusters"][0]["member_ids"]) == set(members)

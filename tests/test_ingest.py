@@ -1,0 +1,169 @@
+"""The ingest API and the JSONL import: every field checked, nothing half-written, imports idempotent."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from consolidation.cli import main as cli
+from tests.conftest import NOW, TOKEN, days_ago, make_settings
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "memories.jsonl"
+
+
+def post(client, auth, body):
+    return client.post("/memory", json=body, headers=auth)
+
+
+def test_a_memory_is_stored_with_defaults_and_a_built_in_embedding(client, auth, services):
+    response = post(client, auth, {"content": "User prefers dark mode", "type": "Preference", "tags": ["ui"]})
+    assert response.status_code == 201
+    memory = response.json["memory"]
+    assert memory["importance"] == 0.5 and memory["confidence"] == 0.5 and memory["access_count"] == 0
+    assert memory["timestamp"] == NOW.isoformat() and memory["last_accessed"] == NOW.isoformat()
+    assert memory["relevance_score"] == pytest.approx(0.85)  # fresh: 1 * 1 * 1 * 1.0 * 0.85
+    assert memory["archived"] is False and memory["tags"] == ["ui"]
+    fetched = client.get(f"/memory/{memory['id']}", headers=auth).json["memory"]
+    assert fetched == {k: v for k, v in memory.items() if v is not None}
+    ids, vectors = services.stores.vectors.vectors([memory["id"]])
+    assert ids == [memory["id"]] and np.linalg.norm(vectors[0]) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_a_given_embedding_is_used(client, auth, services):
+    embedding = [0.0] * 16
+    embedding[3] = 2.0
+    memory = post(client, auth, {"content": "x", "embedding": embedding}).json["memory"]
+    _, vectors = services.stores.vectors.vectors([memory["id"]])
+    assert vectors[0].tolist() == pytest.approx([0.0] * 3 + [1.0] + [0.0] * 12)
+
+
+@pytest.mark.parametrize("body, field", [
+    ({}, "content"), ({"content": ""}, "content"), ({"content": 5}, "content"),
+    ({"content": "x" * 20001}, "content"),
+    ({"content": "x", "importance": 1.2}, "importance"), ({"content": "x", "importance": -0.1}, "importance"),
+    ({"content": "x", "importance": "high"}, "importance"), ({"content": "x", "confidence": True}, "confidence"),
+    ({"content": "x", "type": "not a type!"}, "type"), ({"content": "x", "type": "MetaPattern"}, "type"),
+    ({"content": "x", "tags": "a,b"}, "tags"), ({"content": "x", "tags": [1]}, "tags"),
+    ({"content": "x", "timestamp": "yesterday"}, "timestamp"), ({"content": "x", "timestamp": 1700000000}, "timestamp"),
+    ({"content": "x", "timestamp": "2030-01-01T00:00:00Z"}, "timestamp"),
+    ({"content": "x", "access_count": -1}, "access_count"), ({"content": "x", "protected": "yes"}, "protected"),
+    ({"content": "x", "embedding": [0.1] * 15}, "embedding"), ({"content": "x", "embedding": [0.0] * 16}, "embedding"),
+    ({"content": "x", "embedding": ["a"] * 16}, "embedding"), ({"content": "x", "id": "not-a-uuid"}, "id"),
+    ({"content": "x", "colour": "blue"}, "colour"), ({"content": "x", "relevance_score": 0.9}, "relevance_score"),
+])
+def test_bad_fields_are_400s_naming_the_field_and_write_nothing(client, auth, services, body, field):
+    response = post(client, auth, body)
+    assert response.status_code == 400, response.json
+    assert response.json["error"] == "invalid_input" and response.json["field"] == field
+    assert services.stores.graph.count_memories() == 0 and services.stores.vectors.count() == 0
+
+
+def test_a_body_that_is_not_json_or_not_an_object_is_a_400(client, auth):
+    assert client.post("/memory", data="hello", headers=auth).json["field"] == "body"
+    assert post(client, auth, ["content"]).json["field"] == "body"
+
+
+def test_a_duplicate_id_is_a_409(client, auth):
+    body = {"id": "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b", "content": "x"}
+    assert post(client, auth, body).status_code == 201
+    assert post(client, auth, body).status_code == 409
+
+
+def test_unknown_or_malformed_ids_are_404_or_400(client, auth):
+    assert client.get("/memory/5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b", headers=auth).status_code == 404
+    assert client.post("/memory/5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b/access", headers=auth).status_code == 404
+    assert client.get("/memory/zzz", headers=auth).json["field"] == "id"
+
+
+def test_recording_an_access_sets_last_accessed_and_counts(client, auth, clock):
+    memory = post(client, auth, {"content": "x", "timestamp": days_ago(10)}).json["memory"]
+    assert memory["last_accessed"] == days_ago(10)
+    clock.advance(hours=2)
+    touched = client.post(f"/memory/{memory['id']}/access", headers=auth).json["memory"]
+    assert touched["access_count"] == 1 and touched["last_accessed"] == clock().isoformat()
+    assert client.post(f"/memory/{memory['id']}/access", headers=auth).json["memory"]["access_count"] == 2
+
+
+def test_api_token_opens_memory_routes_but_not_admin_ones(tmp_path, clock, client_for):
+    from consolidation.service import build_services
+
+    services = build_services(make_settings(tmp_path / "d", api_token="agent-token-abcdefgh"), clock=clock)
+    try:
+        client = client_for(services)
+        agent = {"Authorization": "Bearer agent-token-abcdefgh"}
+        assert client.post("/memory", json={"content": "x"}, headers=agent).status_code == 201
+        assert client.get("/consolidate/status", headers=agent).status_code == 401
+        assert client.post("/memory", json={"content": "x"}).status_code == 401
+    finally:
+        services.close()
+
+
+def lines(*records):
+    return [json.dumps(r) for r in records]
+
+
+def test_import_checks_every_line_before_writing_anything(services):
+    report = services.memories.import_lines(
+        lines({"content": "ok"}, {"content": "bad", "importance": 3}) + ["{broken"] + lines({"content": "ok 2"}))
+    assert report.imported == 0
+    assert [(e["line"], e["field"]) for e in report.errors] == [(2, "importance"), (3, "line")]
+    assert services.stores.graph.count_memories() == 0 and services.stores.vectors.count() == 0
+
+
+def test_import_twice_creates_no_duplicates(services):
+    records = lines({"content": "one", "timestamp": days_ago(3)}, {"content": "two", "type": "Decision"},
+                    {"id": "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b", "content": "three", "embedding": [1.0] * 16})
+    assert services.memories.import_lines(records).imported == 3
+    assert services.memories.import_lines(records).imported == 3
+    assert services.stores.graph.count_memories() == 3 and services.stores.vectors.count() == 3
+
+
+def test_import_can_shift_a_fixture_to_now(services):
+    records = lines({"content": "newest", "timestamp": "2020-01-10T00:00:00Z"},
+                    {"content": "older", "timestamp": "2020-01-03T00:00:00Z", "last_accessed": "2020-01-11T00:00:00Z"})
+    services.memories.import_lines(records, shift_to_now=True)
+    stored = {m["content"]: m for m in services.stores.graph.get_memories(services.stores.graph.all_memory_ids())}
+    # The newest time in the file (a last access on Jan 11) becomes now; everything keeps its distance to it.
+    assert stored["older"]["last_accessed"] == NOW.isoformat()
+    assert stored["newest"]["timestamp"] == days_ago(1) and stored["older"]["timestamp"] == days_ago(8)
+
+
+def test_the_import_route_takes_jsonl(client, auth):
+    body = "\n".join(lines({"content": "a"}, {"content": "b"}))
+    response = client.post("/memory/import", data=body, headers=auth)
+    assert response.status_code == 200 and response.json["imported"] == 2
+    bad = client.post("/memory/import", data='{"content": 1}', headers=auth)
+    assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "content"
+
+
+def test_the_sample_file_imports_and_consolidates_into_meta_patterns(services):
+    report = services.memories.import_lines(SAMPLE.read_text().splitlines(), shift_to_now=True)
+    assert report.errors == [] and report.imported == 33
+    result = services.engine.run(["decay", "creative", "cluster", "forget"])
+    assert result["success"]
+    cluster = result["results"]["cluster"]
+    assert cluster["clusters_found"] >= 2
+    contents = [services.stores.graph.get_memory(c["meta_pattern_id"])["content"] for c in cluster["clusters"]]
+    assert any("PostgreSQL" in text or "postgresql" in text for text in contents)
+
+
+def test_the_cli_imports_a_file_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADMIN_API_TOKEN", TOKEN)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "cli"))
+    first = CliRunner().invoke(cli, ["import", "--if-empty", "--shift-to-now", str(SAMPLE)])
+    assert first.exit_code == 0, first.output
+    assert "imported 33 memories" in first.output
+    second = CliRunner().invoke(cli, ["import", "--if-empty", str(SAMPLE)])
+    assert second.exit_code == 0 and "already holds 33 memories" in second.output
+
+
+def test_the_cli_reports_bad_lines_and_exits_nonzero(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADMIN_API_TOKEN", TOKEN)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "cli"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "fine"}\n{"content": "x", "importance": 2}\n')
+    result = CliRunner().invoke(cli, ["import", str(bad)])
+    assert result.exit_code == 1
+    assert "bad.jsonl:2: importance" in result.output and "nothing imported" in result.output

@@ -1,0 +1,89 @@
+"""The pure pieces: the built-in embedder, the similarity graph, cluster identity, summaries, the schedule."""
+
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from consolidation.clusters import match_clusters
+from consolidation.embedding import HashingEmbedder
+from consolidation.schedule import due_tasks, next_due
+from consolidation.similarity import clusters, normalized, similar_pairs_exact
+from consolidation.stores.graph import MetaPatternRecord
+from consolidation.summaries import ClusterMember, HeuristicSummarizer, key_terms
+from tests.conftest import NOW
+
+
+def test_the_embedder_is_deterministic_and_puts_similar_texts_close():
+    embedder = HashingEmbedder(384)
+    texts = ["User prefers dark mode in the code editor", "The user likes dark mode in their code editor",
+             "Quarterly revenue grew by twelve percent"]
+    first, second = embedder.embed(texts), HashingEmbedder(384).embed(texts)
+    assert np.array_equal(first, second)
+    assert np.linalg.norm(first, axis=1) == pytest.approx([1, 1, 1], abs=1e-6)
+    assert float(first[0] @ first[1]) > 0.7 and abs(float(first[0] @ first[2])) < 0.2
+
+
+def test_an_empty_text_still_gets_a_unit_vector():
+    assert np.linalg.norm(HashingEmbedder(16).embed(["", "the of and"]), axis=1) == pytest.approx([1, 1])
+
+
+def test_exact_pairs_match_a_brute_force_count():
+    rng = np.random.default_rng(3)
+    centers = rng.standard_normal((4, 32))
+    vectors = normalized(np.repeat(centers, 50, axis=0) + 0.35 * rng.standard_normal((200, 32)))
+    rows, cols = similar_pairs_exact(vectors, 0.75)
+    brute = {(i, j) for i in range(200) for j in range(i + 1, 200) if float(vectors[i] @ vectors[j]) >= 0.75}
+    assert set(zip(rows.tolist(), cols.tolist())) == brute and len(brute) > 100
+
+
+def test_components_keep_only_large_groups_largest_first():
+    rows, cols = np.array([0, 1, 2, 3, 5, 6, 7, 8, 9]), np.array([1, 2, 3, 4, 6, 7, 8, 9, 10])
+    found = clusters(12, rows, cols, min_size=5)
+    assert [sorted(g.tolist()) for g in found] == [[5, 6, 7, 8, 9, 10], [0, 1, 2, 3, 4]]
+    assert clusters(12, rows, cols, min_size=7) == []
+
+
+def pattern(pid, members):
+    return MetaPatternRecord(pid, frozenset(members))
+
+
+def test_cluster_identity_survives_growth_and_shrinking_and_retires_the_rest():
+    old = [pattern("P1", "abcdef"), pattern("P2", "uvwxyz"), pattern("P3", "mnopq")]
+    new = [frozenset("abcdefghijkl"), frozenset("uvw"), frozenset("rstu")]
+    matches, retired = match_clusters(new, old)
+    assert [m.pattern_id for m in matches] == ["P1", "P2", None]
+    assert retired == ["P3"]
+
+
+def test_a_merge_keeps_the_larger_pattern_and_a_split_keeps_one_half():
+    merged, retired = match_clusters([frozenset("abcdefgh")], [pattern("P1", "abcde"), pattern("P2", "fgh")])
+    assert merged[0].pattern_id == "P1" and retired == ["P2"]
+    split, retired = match_clusters([frozenset("abcd"), frozenset("efgh")], [pattern("P1", "abcdefgh")])
+    assert sorted(m.pattern_id or "" for m in split) == ["", "P1"] and retired == []
+
+
+def test_the_heuristic_summary_reads_like_a_summary():
+    members = [
+        ClusterMember("1", "Decided to use PostgreSQL for billing. It scales.", "Decision", "2026-01-03", 0.99),
+        ClusterMember("2", "PostgreSQL chosen for the billing database", "Decision", "2026-02-10", 0.97),
+        ClusterMember("3", "Billing needs PostgreSQL replicas", "Insight", "2026-03-18", 0.90),
+    ]
+    text = HeuristicSummarizer().summarize(members).text
+    assert text.startswith("3 related memories (Decision ×2, Insight ×1) from 2026-01-03 to 2026-03-18")
+    assert "about billing, PostgreSQL." in text  # shared by all three, alphabetical, as usually spelled
+    assert "“Decided to use PostgreSQL for billing.” / “PostgreSQL chosen for the billing database”" in text
+
+
+def test_key_terms_need_two_texts():
+    assert key_terms(["alpha beta", "beta gamma", "gamma beta"]) == ["beta", "gamma"]
+
+
+def test_next_due_from_last_run_and_backoff():
+    control = {"last_decay": NOW.isoformat()}
+    assert next_due("decay", control, 3600, 60) == NOW + timedelta(hours=1)
+    assert next_due("forget", control, 0, 60) is None
+    failing = {**control, "failures_decay": 3, "last_failure_decay": (NOW + timedelta(hours=2)).isoformat()}
+    assert next_due("decay", failing, 3600, 60) == NOW + timedelta(hours=2, seconds=240)
+    assert due_tasks({}, {"decay": 1, "creative": 0, "cluster": 5, "forget": 1}, NOW, 60) == ["decay", "cluster",
+                                                                                               "forget"]

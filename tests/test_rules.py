@@ -1,0 +1,99 @@
+"""The creative association rules at their thresholds, and the protections of forgetting."""
+
+import numpy as np
+import pytest
+
+from consolidation.rules import ForgetPolicy, association_for, forget_decisions
+
+DAY = 86400.0
+FAR_APART = 30 * DAY
+
+
+@pytest.mark.parametrize("similarity, fires", [(0.29, True), (0.3, False), (0.5, False)])
+def test_two_decisions_that_disagree_contradict(similarity, fires):
+    result = association_for("Decision", "Decision", similarity, FAR_APART)
+    assert (result is not None and result.relation == "CONTRADICTS") is fires
+    if fires:
+        assert result.confidence == 0.6 and result.kind == "contradicts"
+
+
+@pytest.mark.parametrize("types", [("Insight", "Pattern"), ("Pattern", "Insight")])
+@pytest.mark.parametrize("similarity, fires", [(0.51, True), (0.5, False)])
+def test_an_insight_explains_a_similar_pattern(types, similarity, fires):
+    result = association_for(*types, similarity, FAR_APART)
+    assert (result is not None and result.kind == "explains") is fires
+    if fires:
+        assert result.relation == "DISCOVERED" and result.confidence == 0.7
+
+
+@pytest.mark.parametrize("similarity, fires", [(0.71, True), (0.7, False)])
+def test_different_types_share_a_theme_above_point_seven(similarity, fires):
+    result = association_for("Context", "Preference", similarity, FAR_APART)
+    assert (result is not None and result.kind == "shares_theme") is fires
+    if fires:
+        assert result.confidence == pytest.approx(similarity)
+
+
+def test_same_types_never_share_a_theme():
+    assert association_for("Context", "Context", 0.95, FAR_APART) is None
+
+
+@pytest.mark.parametrize("apart, similarity, fires", [
+    (6.9 * DAY, 0.39, True), (-6.9 * DAY, 0.39, True), (7.0 * DAY, 0.39, False), (2 * DAY, 0.4, False),
+    (None, 0.1, False),
+])
+def test_unrelated_memories_of_the_same_week_are_parallel_context(apart, similarity, fires):
+    result = association_for("Context", "Context", similarity, apart)
+    assert (result is not None and result.kind == "parallel_context") is fires
+    if fires:
+        assert result.confidence == 0.5
+
+
+def test_the_first_matching_rule_wins():
+    # Two decisions in the same week with low similarity: contradiction, not parallel context.
+    assert association_for("Decision", "Decision", 0.1, DAY).kind == "contradicts"
+    # Insight and Pattern above 0.7: explains (rule 2) before shares_theme (rule 3).
+    assert association_for("Insight", "Pattern", 0.9, FAR_APART).kind == "explains"
+
+
+POLICY = ForgetPolicy(archive_threshold=0.2, delete_threshold=0.05, grace_period_days=90,
+                      protected_importance=0.7, protected_types=frozenset({"Decision", "Insight"}))
+
+
+def decide(relevance, age=200.0, importance=0.3, memory_type="Context", protected=False, archived=False,
+           reason=None):
+    return forget_decisions(POLICY, ["m"], np.array([relevance]), np.array([archived]), np.array([age]),
+                            np.array([importance]), [memory_type], np.array([protected]), [reason])
+
+
+def test_irrelevant_unprotected_memories_are_archived_then_deleted():
+    assert decide(0.1)[0].action == "archive"
+    assert "archive threshold 0.2" in decide(0.1)[0].reason
+    assert decide(0.01)[0].action == "delete"
+    assert decide(0.01, archived=True)[0].action == "delete"
+
+
+def test_relevant_memories_and_already_archived_ones_above_delete_get_no_decision():
+    assert decide(0.5) == []
+    assert decide(0.1, archived=True) == []
+
+
+@pytest.mark.parametrize("kwargs, reason", [
+    ({"age": 89.0}, "grace period 90"),
+    ({"age": np.nan}, "unknown age"),
+    ({"importance": 0.7}, "importance 0.70 >= 0.7"),
+    ({"memory_type": "Decision"}, "type Decision is protected"),
+    ({"memory_type": "Insight"}, "type Insight is protected"),
+    ({"protected": True, "reason": "user pinned it"}, "protected: user pinned it"),
+])
+def test_each_protection_stops_forgetting_and_says_why(kwargs, reason):
+    decision = decide(0.01, **kwargs)[0]
+    assert decision.action == "protect"
+    assert reason in decision.reason
+
+
+def test_disabled_thresholds_decide_nothing():
+    off = ForgetPolicy(0.0, 0.0, 90, 0.7, frozenset())
+    result = forget_decisions(off, ["a"], np.array([0.0]), np.array([False]), np.array([500.0]),
+                              np.array([0.0]), ["Context"], np.array([False]), [None])
+    assert result == []
