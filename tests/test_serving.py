@@ -33,9 +33,9 @@ def wait_healthy(url, process, seconds=60):
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stdout.read()
         try:
-            if requests.get(f"{url}/health", timeout=1).status_code == 200:
+            if requests.get(f"{url}/health", timeout=5).status_code == 200:
                 return
-        except requests.ConnectionError:
+        except requests.RequestException:  # not listening yet, or the worker is still booting
             pass
         time.sleep(0.2)
     raise AssertionError("service did not become healthy")
