@@ -67,6 +67,12 @@ class Settings(BaseModel):
     # Clustering.
     consolidation_cluster_similarity: Fraction = Field(0.75, description="a cosine similarity 0..1")
     consolidation_cluster_min_size: int = Field(5, ge=2, le=100000, description="an integer >= 2")
+    consolidation_cluster_exact_limit: int = Field(
+        10000, ge=0, description="an integer >= 0: up to this many memories the similarity graph is exact"
+    )
+    consolidation_cluster_probe_cells: int = Field(
+        8, ge=1, le=1000, description="an integer 1..1000: neighbouring cells each cell is compared with"
+    )
     summarizer_llm_url: str | None = Field(
         None, description="an OpenAI-compatible base URL (e.g. http://localhost:11434/v1), or empty for none"
     )

@@ -48,7 +48,7 @@ class HeuristicSummarizer:
         days = sorted(m.day for m in members if m.day)
         if days:
             text += f" from {days[0]}" + (f" to {days[-1]}" if days[-1] != days[0] else "")
-        terms = key_terms([m.content for m in members])
+        terms = key_terms([m.content for m in members if m.content])
         if terms:
             text += ", about " + ", ".join(terms)
         central = sorted(members, key=lambda m: (-m.centrality, m.id))[:REPRESENTATIVES]
@@ -95,14 +95,16 @@ def type_mix(members: Sequence[ClusterMember]) -> list[tuple[str, int]]:
 def key_terms(texts: Sequence[str], limit: int = KEY_TERMS) -> list[str]:
     """Words that appear in at least two of the texts, by how many texts contain them, as most often spelled."""
     document_frequency: Counter = Counter()
-    spellings: dict[str, Counter] = {}
     for text in texts:
-        words = [w for w in WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 2]
-        for word in words:
-            spellings.setdefault(word.lower(), Counter())[word] += 1
-        document_frequency.update({w.lower() for w in words})
+        document_frequency.update({w for w in WORD.findall(text.lower()) if len(w) > 2 and w not in STOPWORDS})
     shared = sorted(((w, n) for w, n in document_frequency.items() if n >= 2), key=lambda item: (-item[1], item[0]))
-    return [spellings[word].most_common(1)[0][0] for word, _ in shared[:limit]]
+    joined = "\n".join(texts)
+    return [_usual_spelling(word, joined) for word, _ in shared[:limit]]
+
+
+def _usual_spelling(word: str, text: str) -> str:
+    spellings = Counter(re.findall(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", text, re.IGNORECASE))
+    return spellings.most_common(1)[0][0] if spellings else word
 
 
 def first_sentence(text: str) -> str:

@@ -96,3 +96,35 @@ def test_dry_run_reports_the_clusters_and_writes_nothing(services):
     assert services.stores.vectors.count() == 6
     assert report["clusters"][0]["action"] == "create" and report["clusters"][0]["meta_pattern_id"] is None
     assert set(report["clusters"][0]["member_ids"]) == set(members)
+
+
+@pytest.mark.parametrize("exact_limit", [100000, 0], ids=["exact", "cells"])
+def test_clusters_recover_planted_topics(tmp_path, clock, exact_limit):
+    import numpy as np
+    from sklearn.metrics import adjusted_rand_score
+
+    from consolidation.service import build_services
+    from tests.conftest import make_settings
+
+    rng = np.random.default_rng(42)
+    dim, topics, size, noise = 64, 10, 20, 50
+    centres = rng.standard_normal((topics, dim))
+    truth = np.concatenate([np.repeat(np.arange(topics), size), -1 - np.arange(noise)])  # noise: own labels
+    spread = rng.uniform(0.35, 0.75, truth.size)[:, None]  # member-to-member cosines 0.64..0.89
+    vectors = np.where(truth[:, None] >= 0,
+                       centres[np.maximum(truth, 0)] + spread * rng.standard_normal((truth.size, dim)) / np.sqrt(dim),
+                       rng.standard_normal((truth.size, dim)))
+    services = build_services(make_settings(tmp_path / "d", vector_size=dim, consolidation_cluster_exact_limit=exact_limit),
+                              clock=clock)
+    try:
+        ids = [add_memory(services, vector=v, type="Context") for v in vectors]
+        report = run_cluster(services)
+        predicted = {memory_id: -1 - i for i, memory_id in enumerate(ids)}  # unclustered: a cluster of its own
+        for number, (_, _, members) in enumerate(patterns(services)):
+            for memory_id in members:
+                predicted[memory_id] = number
+        score = adjusted_rand_score(truth, [predicted[m] for m in ids])
+        assert report["clusters_found"] == topics
+        assert score >= 0.95, score
+    finally:
+        services.close()

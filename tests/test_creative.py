@@ -1,5 +1,6 @@
 """Creative associations on the real stores: each rule makes its edge, and only where it should."""
 
+import numpy as np
 import pytest
 
 from tests.conftest import add_memory, axis, days_ago, link, vector_at
@@ -96,3 +97,27 @@ def test_the_sample_size_setting_bounds_the_sample(tmp_path, clock):
         assert run_creative(services)["memories_processed"] == 4
     finally:
         services.close()
+
+
+def test_sampling_by_probing_node_ids_is_uniform_over_qualifying_memories(services):
+    # 400 relevant memories among 200 irrelevant ones: large enough for the probing path.
+    relevant = [add_memory(services, relevance_score=0.9, vector=axis(i % 16)) for i in range(400)]
+    for i in range(200):
+        add_memory(services, relevance_score=0.1, vector=axis(i % 16))
+    counts = dict.fromkeys(relevant, 0)
+    for _ in range(200):
+        sample = services.stores.graph.sample_memories(0.3, 30)
+        assert len(sample) == 30 and len({m.id for m in sample}) == 30
+        for memory in sample:
+            counts[memory.id] += 1  # KeyError if an irrelevant memory was sampled
+    # 200 samples of 30 from 400: each memory is drawn Binomial(200, 0.075) times, mean 15, variance 13.9.
+    draws = np.array(list(counts.values()))
+    assert draws.min() >= 1 and draws.max() <= 36
+    assert 7 <= draws.var() <= 28  # a biased sampler (always the same ids, say) spreads them far wider
+
+
+def test_sampling_falls_back_when_few_memories_qualify(services):
+    few = {add_memory(services, relevance_score=0.9) for _ in range(5)}
+    for _ in range(600):
+        add_memory(services, relevance_score=0.1)
+    assert {m.id for m in services.stores.graph.sample_memories(0.3, 30)} == few

@@ -113,3 +113,24 @@ def test_decay_is_idempotent(services):
     first = [stored(services, m) for m in ids]
     run_decay(services)
     assert [stored(services, m) for m in ids] == first
+
+
+def test_after_every_run_each_stored_score_is_within_epsilon_of_the_formula(services, clock):
+    rng = __import__("numpy").random.default_rng(3)
+    cases = []
+    for _ in range(60):
+        age, idle = float(rng.uniform(0, 200)), float(rng.uniform(0, 30))
+        importance, confidence = float(rng.uniform(0.3, 1)), float(rng.uniform(0, 1))
+        memory_id = add_memory(services, timestamp=days_ago(age), last_accessed=days_ago(min(age, idle)),
+                               importance=importance, confidence=confidence)
+        cases.append((memory_id, age, min(age, idle), importance, confidence))
+    epsilon = services.settings.consolidation_score_epsilon
+    for step in range(6):
+        run_decay(services)
+        elapsed = step * 0.3  # days since NOW, in steps of about seven hours
+        for memory_id, age, idle, importance, confidence in cases:
+            access = 1.0 if idle + elapsed <= 1 else math.exp(-0.05 * (idle + elapsed))
+            truth = min(1.0, math.exp(-0.01 * (age + elapsed)) * access * (0.5 + importance)
+                        * (0.7 + 0.3 * confidence))
+            assert abs(stored(services, memory_id)[0] - truth) <= epsilon + 1e-12
+        clock.advance(hours=7.2)

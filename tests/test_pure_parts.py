@@ -87,3 +87,26 @@ def test_next_due_from_last_run_and_backoff():
     assert next_due("decay", failing, 3600, 60) == NOW + timedelta(hours=2, seconds=240)
     assert due_tasks({}, {"decay": 1, "creative": 0, "cluster": 5, "forget": 1}, NOW, 60) == ["decay", "cluster",
                                                                                                "forget"]
+
+
+def planted_vectors(n, dim=64, topic_size=40, seed=5):
+    rng = np.random.default_rng(seed)
+    topics = n // topic_size
+    centers = rng.standard_normal((topics, dim))
+    labels = np.repeat(np.arange(topics), topic_size)
+    spread = rng.uniform(0.3, 0.8, n)[:, None]
+    return normalized(centers[labels] + spread * rng.standard_normal((n, dim)) / np.sqrt(dim))
+
+
+def test_cells_find_what_exact_finds_on_planted_topics():
+    from consolidation.similarity import similar_pairs, similar_pairs_by_cells
+
+    vectors = planted_vectors(4000)
+    exact = set(zip(*(a.tolist() for a in similar_pairs_exact(vectors, 0.75))))
+    rows, cols = similar_pairs_by_cells(vectors, 0.75, probe_cells=8)
+    found = list(zip(rows.tolist(), cols.tolist()))
+    assert all(a < b for a, b in found) and len(found) == len(set(found))  # i < j, each pair once
+    assert set(found) <= exact  # every pair is checked exactly: no false positives
+    assert len(set(found)) / len(exact) >= 0.98 and len(exact) > 10000
+    small_rows, _ = similar_pairs(vectors, 0.75, exact_limit=5000, probe_cells=8)
+    assert len(small_rows) == len(exact)  # under the limit: the exact path

@@ -92,3 +92,35 @@ def test_the_embedded_store_refuses_a_second_process(tmp_path):
         assert "another process holds the embedded Qdrant" in out.stdout, out.stderr
     finally:
         first.close()
+
+
+def test_the_embedded_store_keeps_its_vector_copy_exact_across_restarts(tmp_path):
+    batch = points(3000, seed=4)
+    store = EdgeVectorStore(tmp_path / "edge", SIZE)
+    store.upsert(batch)
+    store.delete([p.id for p in batch[:100]])
+    store.upsert([VectorPoint(batch[200].id, -batch[200].vector, {})])  # replaced vector
+    expected_ids, expected = store.all_vectors()
+    store.close()
+    assert (tmp_path / "edge.vectors.npz").exists()
+
+    reopened = EdgeVectorStore(tmp_path / "edge", SIZE)  # clean restart: the saved copy is used
+    assert not (tmp_path / "edge.vectors.npz").exists()  # ...and removed, so a crash cannot reuse it stale
+    ids, matrix = reopened.all_vectors()
+    assert ids == expected_ids and np.array_equal(matrix, expected)
+    # A crash: the shard's files are released but the process never gets to save its copy.
+    reopened._shard.close()
+    reopened._shard = None
+
+    rebuilt = EdgeVectorStore(tmp_path / "edge", SIZE)
+    try:
+        assert rebuilt._cache is None  # nothing saved: rebuilt from the shard on the first bulk read
+        ids, matrix = rebuilt.all_vectors()
+        order = np.argsort(ids)
+        assert sorted(ids) == sorted(expected_ids)
+        assert np.allclose(matrix[order], expected[np.argsort(expected_ids)], atol=1e-6)
+        one = batch[200].id
+        assert rebuilt.vectors([one])[1][0] == pytest.approx(-batch[200].vector / np.linalg.norm(batch[200].vector),
+                                                            abs=1e-5)
+    finally:
+        rebuilt.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ NOT_SUMMARY = "coalesce(m.type, '') <> 'MetaPattern'"
 # A memory that was never scored counts as fully relevant until decay scores it.
 RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 DEGREE = "indegree(m) + outdegree(m)"
+PROBE_FACTOR, PROBE_ROUNDS = 4, 3
 
 
 @dataclass
@@ -24,6 +26,7 @@ class ScoringInputs:
     """Per-memory columns the relevance formula and the forgetting rules need (NaN where missing)."""
 
     ids: list[str]
+    node_ids: np.ndarray  # FalkorDB's internal ids, for direct writes back in the same run
     created: np.ndarray  # epoch seconds
     last_accessed: np.ndarray
     importance: np.ndarray
@@ -126,34 +129,56 @@ class GraphStore:
             where += " AND coalesce(m.importance, 0.5) >= $threshold"
             params["threshold"] = importance_threshold
         columns = self.falkor.columns(
-            f"MATCH (m:Memory) WHERE {where} RETURN m.id, m.timestamp, m.last_accessed, m.importance, "
+            f"MATCH (m:Memory) WHERE {where} RETURN m.id, id(m), m.timestamp, m.last_accessed, m.importance, "
             f"m.confidence, m.relevance_score, {DEGREE}",
             params,
         )
         return _scoring_inputs(columns)
 
-    def write_scores(self, ids: Sequence[str], scores: Iterable[float]) -> None:
-        rows = [[memory_id, float(score)] for memory_id, score in zip(ids, scores)]
+    def write_scores(self, node_ids: Sequence[int], ids: Sequence[str], scores: Iterable[float]) -> None:
+        """Set relevance scores by internal node id (a direct seek), checking the memory id still matches."""
+        rows = [[int(node), memory_id, float(score)] for node, memory_id, score in zip(node_ids, ids, scores)]
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MATCH (m:Memory {id: row[0]}) SET m.relevance_score = row[1]", rows
+            "UNWIND $rows AS row MATCH (m) WHERE id(m) = row[0] AND m.id = row[1] SET m.relevance_score = row[2]",
+            rows,
         )
 
     # --- creative associations ---------------------------------------------------------------------
 
     def sample_memories(self, min_relevance: float, size: int) -> list[SampledMemory]:
-        rows = self.falkor.execute(
-            f"MATCH (m:Memory) WHERE {RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} "
-            "WITH m ORDER BY rand() LIMIT $size RETURN m.id, m.type, m.timestamp",
-            {"min": min_relevance, "size": size},
-            read_only=True,
-        )
+        """A uniform random sample of active, relevant, non-summary memories.
+
+        Probing random internal node ids finds qualifying nodes in well under a millisecond; sorting every
+        memory by rand() takes tens at 100k. Each qualifying node is equally likely to be probed, so the
+        sample is uniform; if probing finds too few (a small or mostly irrelevant store), the full sort decides.
+        """
+        filters = f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY}"
+        columns = "m.id, m.type, m.timestamp"
+        # Node ids are reused after deletions, so they stay close to 0..count; the margin covers the rest.
+        bound = int(self.falkor.execute("MATCH (n) RETURN count(n)", read_only=True)[0][0] * 1.1) + 64
+        found: dict[str, list] = {}
+        if bound > PROBE_ROUNDS * size * PROBE_FACTOR:
+            for round_ in range(PROBE_ROUNDS):
+                probes = random.sample(range(bound), min(bound, size * PROBE_FACTOR * 2**round_))
+                rows = self.falkor.execute(
+                    f"UNWIND $ids AS i MATCH (m:Memory) WHERE id(m) = i AND {filters} RETURN {columns}",
+                    {"ids": probes, "min": min_relevance}, read_only=True)
+                found.update((row[0], row) for row in rows)
+                if len(found) >= size:
+                    break
+        if len(found) < size:
+            rows = self.falkor.execute(
+                f"MATCH (m:Memory) WHERE {filters} WITH m ORDER BY rand() LIMIT $size RETURN {columns}",
+                {"min": min_relevance, "size": size}, read_only=True)
+            found = {row[0]: row for row in rows}
+        rows = random.sample(list(found.values()), min(size, len(found)))
         created = epoch_seconds(row[2] for row in rows)
         return [SampledMemory(row[0], row[1] or "Memory", float(t)) for row, t in zip(rows, created)]
 
     def linked_pairs(self, ids: Sequence[str]) -> set[frozenset[str]]:
         """Pairs among these memories that already share an edge of any type or direction."""
         rows = self.falkor.execute(
-            "MATCH (a:Memory)-[]-(b:Memory) WHERE a.id IN $ids AND b.id IN $ids RETURN DISTINCT a.id, b.id",
+            "UNWIND $ids AS x MATCH (a:Memory {id: x})-[]-(b:Memory) WHERE b.id IN $ids RETURN DISTINCT a.id, b.id",
             {"ids": list(ids)},
             read_only=True,
         )
@@ -181,19 +206,23 @@ class GraphStore:
         return [row[0] for row in rows]
 
     def memory_details(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Content, type, timestamp and importance of the given memories, by id."""
-        result = {}
-        for part in chunked(ids, 2000):
-            rows = self.falkor.records(
-                "UNWIND $ids AS id MATCH (m:Memory {id: id}) "
-                "RETURN m.id, m.content, m.type, m.timestamp, m.importance, m.confidence",
-                {"ids": list(part)},
-                read_only=True,
-            )
-            for memory_id, content, memory_type, timestamp, importance, confidence in rows:
-                result[memory_id] = {"content": content or "", "type": memory_type or "Memory",
-                                     "timestamp": timestamp, "importance": importance, "confidence": confidence}
-        return result
+        """Type, timestamp and importance of the given memories, by id."""
+        rows = list(self._rows_by_id(ids, "m.type, m.timestamp, m.importance"))
+        weights = floats([row[3] for row in rows])
+        return {
+            memory_id: {"type": memory_type or "Memory", "timestamp": timestamp,
+                        "importance": None if np.isnan(weight) else float(weight)}
+            for (memory_id, memory_type, timestamp, _), weight in zip(rows, weights)
+        }
+
+    def memory_contents(self, ids: Sequence[str]) -> dict[str, str]:
+        return {memory_id: content or "" for memory_id, content in self._rows_by_id(ids, "m.content")}
+
+    def _rows_by_id(self, ids: Sequence[str], fields: str) -> Iterable[list[Any]]:
+        for part in chunked(list(ids), 5000):
+            yield from self.falkor.execute(
+                f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, {fields}", {"ids": list(part)},
+                read_only=True)
 
     def meta_patterns(self) -> list[MetaPatternRecord]:
         """The active MetaPatterns with the ids of the memories each summarizes."""
@@ -204,15 +233,20 @@ class GraphStore:
         )
         return [MetaPatternRecord(row[0], frozenset(row[1])) for row in rows]
 
-    def save_meta_patterns(self, patterns: Sequence[dict[str, Any]]) -> None:
-        """Create or update MetaPatterns {id, props, members}; SUMMARIZES edges end up exactly the members."""
+    def save_meta_patterns(self, patterns: Sequence[dict[str, Any]], added: Sequence[tuple[str, str]],
+                           removed: Sequence[tuple[str, str]]) -> None:
+        """Create or update MetaPatterns {id, props}, then add and remove (pattern, member) SUMMARIZES edges."""
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MERGE (p:Memory:MetaPattern {id: row.id}) SET p += row.props "
-            "WITH p, row OPTIONAL MATCH (p)-[s:SUMMARIZES]->(old:Memory) WHERE NOT old.id IN row.members DELETE s "
-            "WITH DISTINCT p, row UNWIND row.members AS member_id MATCH (m:Memory {id: member_id}) "
-            "MERGE (p)-[:SUMMARIZES]->(m)",
-            list(patterns),
-            chunk=50,
+            "UNWIND $rows AS row MERGE (p:Memory:MetaPattern {id: row.id}) SET p += row.props", list(patterns),
+            chunk=200,
+        )
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (p:Memory {id: row[0]})-[s:SUMMARIZES]->(m:Memory {id: row[1]}) DELETE s",
+            [list(pair) for pair in removed],
+        )
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (p:Memory {id: row[0]}), (m:Memory {id: row[1]}) MERGE (p)-[:SUMMARIZES]->(m)",
+            [list(pair) for pair in added],
         )
 
     def retire_meta_patterns(self, ids: Sequence[str], retired_at: str) -> None:
@@ -230,17 +264,17 @@ class GraphStore:
     def forget_inputs(self) -> ForgetInputs:
         """Every memory, archived ones too, with what the forgetting rules look at."""
         columns = self.falkor.columns(
-            "MATCH (m:Memory) RETURN m.id, m.timestamp, m.last_accessed, m.importance, m.confidence, "
+            "MATCH (m:Memory) RETURN m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, "
             f"m.relevance_score, {DEGREE}, m.archived, m.type, m.protected, m.protected_reason"
         )
         if not columns:
             return ForgetInputs(_scoring_inputs([]), np.zeros(0, bool), [], np.zeros(0, bool), [])
         return ForgetInputs(
-            scoring=_scoring_inputs(columns[:7]),
-            archived=booleans(columns[7]),
-            types=[t or "Memory" for t in columns[8]],
-            protected=booleans(columns[9]),
-            protected_reasons=list(columns[10]),
+            scoring=_scoring_inputs(columns[:8]),
+            archived=booleans(columns[8]),
+            types=[t or "Memory" for t in columns[9]],
+            protected=booleans(columns[10]),
+            protected_reasons=list(columns[11]),
         )
 
     def archive(self, ids: Sequence[str], archived_at: str) -> None:
@@ -259,10 +293,11 @@ class GraphStore:
 def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:
     if not columns:
         empty = np.zeros(0)
-        return ScoringInputs([], empty, empty, empty, empty, empty, empty)
-    ids, created, accessed, importance, confidence, relevance, degree = columns
+        return ScoringInputs([], np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty)
+    ids, node_ids, created, accessed, importance, confidence, relevance, degree = columns
     return ScoringInputs(
         ids=list(ids),
+        node_ids=np.array(node_ids, dtype=np.int64),
         created=epoch_seconds(created),
         last_accessed=epoch_seconds(accessed),
         importance=floats(importance),

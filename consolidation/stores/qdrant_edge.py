@@ -12,51 +12,64 @@ import qdrant_edge as qe
 
 from ..errors import StoreMismatch, StoreUnavailable
 from .falkor import chunked
+from .vector_cache import VectorCache
 from .vectors import UPSERT_CHUNK, VectorPoint, as_matrix, in_order
 
 log = logging.getLogger(__name__)
 SCROLL_PAGE = 10000
+# Reading more vectors than this at once builds the in-memory copy instead of converting Edge's lists.
+BULK_READ = 2000
 
 
 class EdgeVectorStore:
-    """A Qdrant Edge shard opened by this process alone (Edge refuses a second process on the same folder)."""
+    """A Qdrant Edge shard opened by this process alone (Edge refuses a second process on the same folder).
+
+    It keeps an exact in-memory copy of the vectors (VectorCache) for bulk reads, since converting Edge's
+    results to numpy is the slow part of reading many vectors.
+    """
 
     def __init__(self, directory: Path, vector_size: int):
         self.vector_size = vector_size
         self.directory = directory
-        self._shard = _open_shard(directory, vector_size)
-        # Edge's update path is internally locked, but flush/close must not race a write.
+        self._cache_file = directory.parent / f"{directory.name}.vectors.npz"
+        self._shard, created = _open_shard(directory, vector_size)
+        # Writes and cache updates happen together under this lock, so the copy never drifts from the shard.
         self._lock = threading.RLock()
+        if created:
+            self._cache: VectorCache | None = VectorCache(vector_size)
+        else:
+            self._cache = VectorCache.load_once(self._cache_file, vector_size, self.count())
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         for part in chunked(points, UPSERT_CHUNK):
-            batch = [qe.Point(p.id, np.asarray(p.vector, dtype=np.float32).tolist(), p.payload) for p in part]
-            self._update(qe.UpdateOperation.upsert_points(batch))
+            matrix = np.asarray([p.vector for p in part], dtype=np.float32)
+            batch = [qe.Point(p.id, row.tolist(), p.payload) for p, row in zip(part, matrix)]
+            with self._lock:
+                self._update(qe.UpdateOperation.upsert_points(batch))
+                if self._cache is not None:
+                    self._cache.put([p.id for p in part], matrix)
 
     def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        if self._cache is None and len(ids) > BULK_READ:
+            self._build_cache()
+        with self._lock:
+            if self._cache is not None:
+                return self._cache.get(ids)
         records = self._shard.retrieve(list(ids), with_payload=False, with_vector=True) if ids else []
         return in_order(ids, {str(r.id): r.vector for r in records}, self.vector_size)
+
+    def all_vectors(self) -> tuple[list[str], np.ndarray]:
+        if self._cache is None:
+            self._build_cache()
+        with self._lock:
+            return self._cache.all()
 
     def payloads(self, ids: Sequence[str]) -> dict[str, dict]:
         records = self._shard.retrieve(list(ids), with_payload=True, with_vector=False) if ids else []
         return {str(r.id): dict(r.payload or {}) for r in records}
 
-    def all_vectors(self) -> tuple[list[str], np.ndarray]:
-        ids: list[str] = []
-        parts = []
-        offset = None
-        while True:
-            records, offset = self._shard.scroll(
-                qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=True)
-            )
-            ids.extend(str(r.id) for r in records)
-            parts.append(as_matrix([r.vector for r in records], self.vector_size))
-            if offset is None:
-                break
-        return ids, np.concatenate(parts) if parts else as_matrix([], self.vector_size)
-
     def set_relevance(self, ids: Sequence[str], scores: Sequence[float]) -> None:
-        # Edge sets one payload per call; a distinct score per point means one call per point (~25 µs each).
+        # Edge sets one payload per call; a distinct score per point means one call per point (~15 µs each).
         for memory_id, score in zip(ids, scores):
             self._update_if_present(qe.UpdateOperation.set_payload([memory_id], {"relevance_score": float(score)}))
 
@@ -68,21 +81,22 @@ class EdgeVectorStore:
 
     def delete(self, ids: Sequence[str]) -> None:
         for part in chunked(list(ids), UPSERT_CHUNK * 4):
-            self._update(qe.UpdateOperation.delete_points(list(part)))
+            with self._lock:
+                self._update(qe.UpdateOperation.delete_points(list(part)))
+                if self._cache is not None:
+                    self._cache.drop(part)
 
     def count(self) -> int:
         return self._shard.info().points_count
 
     def ids(self) -> list[str]:
+        with self._lock:
+            if self._cache is not None:
+                return self._cache.ids()
         found: list[str] = []
-        offset = None
-        while True:
-            records, offset = self._shard.scroll(
-                qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=False)
-            )
+        for records in self._scroll(with_vector=False):
             found.extend(str(r.id) for r in records)
-            if offset is None:
-                return found
+        return found
 
     def ping(self) -> None:
         if self._shard is None:
@@ -90,10 +104,34 @@ class EdgeVectorStore:
 
     def close(self) -> None:
         with self._lock:
-            if self._shard is not None:
-                self._shard.flush()
-                self._shard.close()
-                self._shard = None
+            if self._shard is None:
+                return
+            self._shard.flush()
+            self._shard.close()
+            self._shard = None
+            if self._cache is not None:
+                self._cache.save(self._cache_file)
+
+    def _build_cache(self) -> None:
+        """Read every vector once (slow: Edge returns lists) into the in-memory copy."""
+        with self._lock:
+            if self._cache is not None:
+                return
+            cache = VectorCache(self.vector_size)
+            for records in self._scroll(with_vector=True):
+                cache.put([str(r.id) for r in records], as_matrix([r.vector for r in records], self.vector_size))
+            self._cache = cache
+            log.info("vector cache built points=%d", len(cache))
+
+    def _scroll(self, with_vector: bool):
+        offset = None
+        while True:
+            records, offset = self._shard.scroll(
+                qe.ScrollRequest(offset=offset, limit=SCROLL_PAGE, with_payload=False, with_vector=with_vector)
+            )
+            yield records
+            if offset is None:
+                return
 
     def _present(self, ids: Sequence[str]) -> set[str]:
         records = self._shard.retrieve(list(ids), with_payload=False, with_vector=False) if ids else []
@@ -114,15 +152,19 @@ class EdgeVectorStore:
 
 
 def _open_shard(directory: Path, vector_size: int):
-    config = qe.EdgeConfig(vectors=qe.EdgeVectorParams(size=vector_size, distance=qe.Distance.Cosine))
+    """The shard and whether it was created just now."""
+    # Vectors stay on disk (memory-mapped): bulk reads come from the in-memory copy, so keeping Edge's own
+    # copy in RAM as well would double the memory for nothing (measured: 240 MB -> 80 MB at 100k on reopen).
+    vectors = qe.EdgeVectorParams(size=vector_size, distance=qe.Distance.Cosine, memory=qe.Memory.Cold)
+    config = qe.EdgeConfig(vectors=vectors)
     try:
         if directory.exists() and any(directory.iterdir()):
-            return qe.EdgeShard.load(str(directory), config)
+            return qe.EdgeShard.load(str(directory), config), False
         directory.mkdir(parents=True, exist_ok=True)
-        return qe.EdgeShard.create(str(directory), config)
+        return qe.EdgeShard.create(str(directory), config), True
     except Exception as exc:  # Edge raises plain Exception with a message; sort the known ones out
         message = str(exc)
-        if "Incompatible" in message or "incompatible" in message:
+        if "ncompatible" in message:
             raise StoreMismatch(
                 f"the embedded Qdrant at {directory} holds vectors of another size than VECTOR_SIZE={vector_size}: "
                 f"{message}"

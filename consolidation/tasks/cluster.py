@@ -11,13 +11,15 @@ import numpy as np
 
 from ..clusters import ClusterMatch, match_clusters
 from ..scoring import DEFAULT_IMPORTANCE, relevance_scores
-from ..similarity import clusters, normalized, similar_pairs_exact
+from ..similarity import clusters, normalized, similar_pairs
 from ..stores.vectors import VectorPoint
 from ..summaries import ClusterMember, type_mix
 from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
 from .context import TaskContext, capped
 
 MIN_RELEVANCE = 0.3
+# Only the most central members' text is read for a summary: enough for its key terms and quotes.
+SUMMARY_MEMBERS = 50
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
@@ -25,12 +27,12 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ids, matrix = ctx.vectors.vectors(ctx.graph.cluster_candidates(MIN_RELEVANCE))
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
-    rows, cols = similar_pairs_exact(unit, settings.consolidation_cluster_similarity)
+    rows, cols = similar_pairs(unit, settings.consolidation_cluster_similarity,
+                               settings.consolidation_cluster_exact_limit, settings.consolidation_cluster_probe_cells)
     groups = clusters(len(ids), rows, cols, settings.consolidation_cluster_min_size)
     matches, retired = match_clusters([frozenset(ids[i] for i in g) for g in groups], ctx.graph.meta_patterns())
     changed = [(m, g) for m, g in zip(matches, groups) if m.pattern_id is None or m.members != m.previous_members]
-    details = ctx.graph.memory_details([member for m, _ in changed for member in m.members])
-    patterns = [_pattern(ctx, match, unit[group], [ids[i] for i in group], details) for match, group in changed]
+    patterns = _patterns(ctx, changed, unit, ids)
     if not dry_run:
         _write(ctx, patterns, retired)
     ctx.progress(len(ids), len(ids))
@@ -50,12 +52,26 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     }
 
 
-def _pattern(ctx: TaskContext, match: ClusterMatch, vectors: np.ndarray, member_ids: Sequence[str],
-             details: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The MetaPattern to write for one new or changed cluster: properties, members and vector."""
-    centroid = normalized(vectors.mean(axis=0, keepdims=True))[0]
-    centrality = vectors @ centroid
-    members = [_member(memory_id, details.get(memory_id, {}), float(c)) for memory_id, c in zip(member_ids, centrality)]
+def _patterns(ctx: TaskContext, changed: list[tuple[ClusterMatch, np.ndarray]], unit: np.ndarray,
+              ids: list[str]) -> list[dict[str, Any]]:
+    """The MetaPatterns to write for new or changed clusters, with two batched reads for all of them: the
+    fields of every member, and the text of the most central members (all a summary quotes or counts)."""
+    shapes = []
+    for match, group in changed:
+        centroid = normalized(unit[group].mean(axis=0, keepdims=True))[0]
+        centrality = unit[group] @ centroid
+        ranked = np.argsort(-centrality, kind="stable")
+        shapes.append((match, [ids[group[i]] for i in ranked], centrality[ranked], centroid))
+    details = ctx.graph.memory_details([m for _, members, _, _ in shapes for m in members])
+    contents = ctx.graph.memory_contents([m for _, members, _, _ in shapes for m in members[:SUMMARY_MEMBERS]])
+    return [_pattern(ctx, match, members, centrality, centroid, details, contents)
+            for match, members, centrality, centroid in shapes]
+
+
+def _pattern(ctx: TaskContext, match: ClusterMatch, member_ids: list[str], centrality: np.ndarray,
+             centroid: np.ndarray, details: dict[str, dict[str, Any]], contents: dict[str, str]) -> dict[str, Any]:
+    """The MetaPattern for one cluster: properties, members and vector (members come most central first)."""
+    members = [_member(m, details.get(m, {}), contents.get(m, ""), float(c)) for m, c in zip(member_ids, centrality)]
     summary = ctx.summarizer.summarize(members)
     created = epoch_seconds(details.get(m, {}).get("timestamp") for m in member_ids)
     known = created[~np.isnan(created)]
@@ -82,8 +98,7 @@ def _pattern(ctx: TaskContext, match: ClusterMatch, vectors: np.ndarray, member_
                                  np.array([confidence]))[0]
         props.update(created_at=now, timestamp=now, last_accessed=now, access_count=0,
                      relevance_score=round(float(score), 6))
-    return {"id": match.pattern_id or str(uuid.uuid4()), "match": match, "props": props,
-            "members": sorted(match.members), "vector": centroid}
+    return {"id": match.pattern_id or str(uuid.uuid4()), "match": match, "props": props, "vector": centroid}
 
 
 def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str]) -> None:
@@ -94,15 +109,19 @@ def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str])
                                            "archived": False, "type": "MetaPattern"})
         for p in patterns
     ])
-    ctx.graph.save_meta_patterns([{"id": p["id"], "props": p["props"], "members": p["members"]} for p in patterns])
+    ctx.graph.save_meta_patterns(
+        [{"id": p["id"], "props": p["props"]} for p in patterns],
+        added=[(p["id"], m) for p in patterns for m in p["match"].members - p["match"].previous_members],
+        removed=[(p["id"], m) for p in patterns for m in p["match"].previous_members - p["match"].members],
+    )
     if retired:
         ctx.graph.retire_meta_patterns(retired, to_iso(ctx.now))
         ctx.vectors.set_archived(retired, True)
 
 
-def _member(memory_id: str, detail: dict[str, Any], centrality: float) -> ClusterMember:
+def _member(memory_id: str, detail: dict[str, Any], content: str, centrality: float) -> ClusterMember:
     timestamp = detail.get("timestamp")
-    return ClusterMember(memory_id, detail.get("content") or "", detail.get("type") or "Memory",
+    return ClusterMember(memory_id, content, detail.get("type") or "Memory",
                          timestamp[:10] if isinstance(timestamp, str) else None, centrality)
 
 

@@ -1,0 +1,329 @@
+"""Benchmark the four tasks on the embedded stores at N = 1k, 10k, 100k and write docs/performance.md.
+
+For each N, one child process generates a store with planted topics and writes it; a second opens it as the
+service would after a restart (so its memory is the service's, not the generator's) and times every task dry and
+real, a full run with status requests sent meanwhile, and the similarity graph's recall against exact.
+
+    .venv/bin/python bench/consolidation_bench.py                     # 1k, 10k, 100k -> docs/performance.md
+    .venv/bin/python bench/consolidation_bench.py --sizes 1000 --out /tmp/perf.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from dataset import generate  # noqa: E402
+
+from consolidation.api import create_app  # noqa: E402
+from consolidation.scoring import relevance_scores  # noqa: E402
+from consolidation.service import build_services  # noqa: E402
+from consolidation.settings import TASK_NAMES, Settings  # noqa: E402
+from consolidation.similarity import normalized, similar_pairs_by_cells, similar_pairs_exact  # noqa: E402
+from consolidation.stores.vectors import VectorPoint  # noqa: E402
+from consolidation.timeutil import parse_iso, utc_now  # noqa: E402
+
+TOKEN = "benchmark-admin-token-0123456789"
+RECALL_SAMPLE = 2000
+TARGETS = {  # DESIGN section 7, seconds at 10k / 100k
+    "decay": (1.0, 5.0), "creative": (0.1, 0.1), "cluster": (2.0, 15.0), "forget dry run": (1.0, 5.0),
+}
+
+
+def progress(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# --- one size, in a child process ------------------------------------------------------------------
+
+
+def bench_settings(data_dir: Path) -> Settings:
+    # Decay every memory (no importance threshold): the worst case, all N scored and written.
+    return Settings(admin_api_token=TOKEN, data_dir=data_dir, consolidation_scheduler_enabled=False,
+                    consolidation_decay_importance_threshold=None, consolidation_archive_threshold=0.1,
+                    consolidation_delete_threshold=0.02, log_level="WARNING")
+
+
+def load_store(n: int, data_dir: Path) -> dict:
+    """Generate and write a store of n memories (in its own process, so the data's memory goes with it)."""
+    started = time.monotonic()
+    now = utc_now()
+    progress(f"N={n}: generating")
+    data = generate(n, now)
+    services = build_services(bench_settings(data_dir))
+    memories = data.memories
+    # Scores as of yesterday, so the first decay has a day of change to write, as it would in service.
+    for memory, score in zip(memories, yesterdays_scores(memories, now - timedelta(days=1))):
+        memory["relevance_score"] = round(float(score), 6)
+    step = 10000
+    for start in range(0, n, step):
+        part = memories[start : start + step]
+        services.stores.vectors.upsert([
+            VectorPoint(m["id"], v, {"relevance_score": m["relevance_score"], "archived": False, "type": m["type"]})
+            for m, v in zip(part, data.vectors[start : start + step])
+        ])
+        services.stores.graph.upsert_memories(part)
+        progress(f"N={n}: loaded {min(start + step, n)} memories")
+    services.stores.graph.falkor.write_chunks(
+        "UNWIND $rows AS row MATCH (a:Memory {id: row[0]}), (b:Memory {id: row[1]}) CREATE (a)-[:RELATES_TO]->(b)",
+        data.edges, chunk=5000)
+    progress(f"N={n}: loaded {len(data.edges)} edges")
+    services.close()
+    return {"load_seconds": round(time.monotonic() - started, 2)}
+
+
+def measure(n: int, data_dir: Path, exact_recall: bool) -> dict:
+    """Open the loaded store as the service would after a restart, and time everything."""
+    settings = bench_settings(data_dir)
+    services = build_services(settings)
+    try:
+        return {"n": n, **time_tasks(services), **full_run(services, settings),
+                "recall": recall(services, settings, exact_recall)}
+    finally:
+        services.close()
+
+
+def yesterdays_scores(memories, moment) -> np.ndarray:
+    def days(field):
+        return np.array([(moment - parse_iso(m[field])).total_seconds() / 86400 for m in memories]).clip(0)
+
+    return relevance_scores(days("timestamp"), days("last_accessed"), np.full(len(memories), 2.0),
+                            np.array([m["importance"] for m in memories]),
+                            np.array([m["confidence"] for m in memories]))
+
+
+def time_tasks(services) -> dict:
+    """Each task dry and real, in the order a full run takes them; reruns show the steady state."""
+    plan = [("decay", True), ("decay", False), ("decay", False), ("creative", True), ("creative", False),
+            ("cluster", True), ("cluster", False), ("cluster", False), ("forget", True)]
+    timings, counts, seen = {}, {}, set()
+    for task, dry in plan:
+        label = f"{task} {'dry run' if dry else 'rerun' if (task, dry) in seen else 'real'}"
+        seen.add((task, dry))
+        report = services.engine.run([task], dry_run=dry)["results"][task]
+        assert report["success"], report
+        timings[label] = report["seconds"]
+        counts[label] = report.get("memories_processed")
+        progress(f"{label}: {report['seconds']:.3f} s ({_summary(task, report)})")
+    return {"timings": timings, "processed": counts}
+
+
+def _summary(task: str, report: dict) -> str:
+    keys = {"decay": ("memories_processed", "scores_changed"), "creative": ("memories_processed", "edges_total"),
+            "cluster": ("memories_processed", "clusters_found", "created", "unchanged"),
+            "forget": ("memories_processed", "archived", "deleted", "protected")}[task]
+    return ", ".join(f"{k}={report.get(k)}" for k in keys)
+
+
+def full_run(services, settings) -> dict:
+    """All four tasks as one real run, with GET /consolidate/status sent every 20 ms while it goes."""
+    client = create_app(settings, services=services, start_scheduler=False).test_client()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    baseline = _current_memory_mb()
+    _reset_peak_memory()
+    run = services.engine.begin(list(TASK_NAMES), dry_run=False, trigger="benchmark")
+    started = time.monotonic()
+    worker = services.engine.execute_in_background(run)
+    latencies = []
+    while worker.is_alive():
+        sent = time.perf_counter()
+        assert client.get("/consolidate/status", headers=headers).status_code == 200
+        latencies.append(time.perf_counter() - sent)
+        time.sleep(0.02)
+    worker.join()
+    seconds = time.monotonic() - started
+    peak = _peak_memory_mb()
+    progress(f"full run: {seconds:.2f} s, peak RSS {peak:.0f} MB (before: {baseline:.0f} MB), "
+             f"{len(latencies)} status requests")
+    ms = np.array(latencies) * 1000 if latencies else np.zeros(1)
+    return {"full_run_seconds": round(seconds, 2), "peak_rss_mb": round(peak), "rss_before_mb": round(baseline),
+            "graph_server_rss_mb":
+            _graph_server_rss_mb(services), "status_requests": len(latencies),
+            "status_p50_ms": round(float(np.percentile(ms, 50)), 1), "status_p99_ms":
+            round(float(np.percentile(ms, 99)), 1), "status_max_ms": round(float(ms.max()), 1)}
+
+
+def recall(services, settings, exact_recall: bool) -> dict:
+    """Edges of the similarity graph the clustering used, against an exact computation."""
+    candidates = services.stores.graph.cluster_candidates(0.3)
+    _, matrix = services.stores.vectors.vectors(candidates)
+    unit = normalized(matrix)
+    n = unit.shape[0]
+    threshold = settings.consolidation_cluster_similarity
+    if n <= settings.consolidation_cluster_exact_limit:
+        return {"method": "exact", "recall": 1.0, "vectors": n}
+    started = time.monotonic()
+    rows, cols = similar_pairs_by_cells(unit, threshold, settings.consolidation_cluster_probe_cells)
+    approximate_seconds = time.monotonic() - started
+    found = set(zip(rows.tolist(), cols.tolist()))
+    if exact_recall:
+        truth = set(zip(*(a.tolist() for a in similar_pairs_exact(unit, threshold))))
+        sampled = "all"
+    else:
+        # Every exact pair that touches a random sample of rows: an unbiased estimate of recall.
+        rng = np.random.default_rng(11)
+        sample = rng.choice(n, min(n, RECALL_SAMPLE), replace=False)
+        hits = unit[sample] @ unit.T >= threshold
+        truth = {(min(int(i), int(j)), max(int(i), int(j))) for i, row in zip(sample, hits)
+                 for j in np.flatnonzero(row) if j != i}
+        found = {pair for pair in found if pair in truth}
+        sampled = f"{len(sample)} rows"
+    value = len(found & truth) / max(1, len(truth))
+    progress(f"recall {value:.4f} over {len(truth)} exact pairs ({sampled})")
+    return {"method": "cells", "recall": round(value, 5), "exact_pairs": len(truth), "sample": sampled,
+            "vectors": n, "approximate_seconds": round(approximate_seconds, 2)}
+
+
+def _reset_peak_memory() -> None:
+    try:
+        Path("/proc/self/clear_refs").write_text("5")  # Linux: restart the VmHWM high-water mark
+    except OSError:
+        pass
+
+
+def _peak_memory_mb() -> float:
+    return _proc_status_mb("VmHWM:")
+
+
+def _current_memory_mb() -> float:
+    return _proc_status_mb("VmRSS:")
+
+
+def _proc_status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field):
+            return int(line.split()[1]) / 1024
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _graph_server_rss_mb(services) -> int | None:
+    try:
+        import psutil
+
+        return round(psutil.Process(int(services.stores.graph.falkor.client.pid)).memory_info().rss / 2**20)
+    except Exception:  # a FalkorDB server elsewhere, or no pid to read
+        return None
+
+
+# --- the parent: one child per size, then the table ------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+    parser.add_argument("--out", default=str(ROOT / "docs" / "performance.md"))
+    parser.add_argument("--exact-recall", action="store_true", help="full exact similarity graph (minutes at 100k)")
+    parser.add_argument("--step", nargs=3, metavar=("STEP", "N", "DIR"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.step:
+        step, n, data_dir = args.step[0], int(args.step[1]), Path(args.step[2])
+        result = load_store(n, data_dir) if step == "load" else measure(n, data_dir, args.exact_recall)
+        print("RESULT " + json.dumps(result), flush=True)
+        return
+    results = []
+    for n in args.sizes:
+        with tempfile.TemporaryDirectory(prefix=f"bench-{n}-") as data_dir:
+            loaded = run_step("load", n, data_dir, args.exact_recall)
+            results.append({**run_step("measure", n, data_dir, args.exact_recall), **loaded})
+    Path(args.out).write_text(render(results, " ".join(sys.argv[1:])))
+    progress(f"wrote {args.out}")
+
+
+def run_step(step: str, n: int, data_dir: str, exact_recall: bool) -> dict:
+    command = [sys.executable, __file__, "--step", step, str(n), data_dir]
+    command += ["--exact-recall"] if exact_recall else []
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+    result = None
+    for line in process.stdout:
+        if line.startswith("RESULT "):
+            result = json.loads(line[len("RESULT "):])
+        else:
+            print(line, end="", flush=True)
+    if process.wait() != 0 or result is None:
+        sys.exit(f"benchmark step {step} at N={n} failed")
+    return result
+
+
+def render(results: list[dict], arguments: str) -> str:
+    sizes = [r["n"] for r in results]
+    header = "| task | " + " | ".join(f"N={n:,}" for n in sizes) + " | growth per 10× N | target (10k / 100k) |"
+    lines = [header, "|" + "---|" * (len(sizes) + 3)]
+    for label in results[0]["timings"]:
+        values = [r["timings"][label] for r in results]
+        task = label.split()[0]
+        target = TARGETS.get("forget dry run" if label == "forget dry run" else task)
+        lines.append(f"| {label} | " + " | ".join(f"{v:.3f} s" for v in values) + f" | {_growth(sizes, values)} | "
+                     + (f"{target[0]:g} s / {target[1]:g} s" if target and "rerun" not in label else "") + " |")
+    lines.append("| full run (all four, real) | " + " | ".join(f"{r['full_run_seconds']:.2f} s" for r in results)
+                 + f" | {_growth(sizes, [r['full_run_seconds'] for r in results])} | |")
+    rows = [
+        ("memories clustered (relevance > 0.3)", [f"{r['recall']['vectors']:,}" for r in results], ""),
+        ("similarity-graph edge recall", [_recall(r["recall"]) for r in results], ">= 0.98 at 100k"),
+        ("peak RSS of the full run (service process)", [f"{r['peak_rss_mb']} MB" for r in results], "<= 1024 MB"),
+        ("RSS of the process before the full run", [f"{r['rss_before_mb']} MB" for r in results], ""),
+        ("embedded FalkorDB server RSS after it", [f"{r['graph_server_rss_mb']} MB" for r in results], ""),
+        ("GET /consolidate/status during the run, p50 / p99",
+         [f"{r['status_p50_ms']} / {r['status_p99_ms']} ms" for r in results], "p99 <= 50 ms"),
+        ("load (generate + write both stores)", [f"{r['load_seconds']} s" for r in results], ""),
+    ]
+    for name, values, target in rows:
+        lines.append(f"| {name} | " + " | ".join(values) + f" | | {target} |")
+    return TEMPLATE.format(command=f".venv/bin/python bench/consolidation_bench.py {arguments}".strip(),
+                           machine=_machine(), table="\n".join(lines))
+
+
+def _growth(sizes: list[int], values: list[float]) -> str:
+    if len(sizes) < 2 or values[-2] <= 0:
+        return ""
+    per_decade = (values[-1] / values[-2]) ** (1 / np.log10(sizes[-1] / sizes[-2]))
+    return f"×{per_decade:.1f}"
+
+
+def _recall(recall: dict) -> str:
+    if recall["method"] == "exact":
+        return "1 (exact)"
+    return f"{recall['recall']:.4f} ({recall['sample']})"
+
+
+def _machine() -> str:
+    return f"{os.cpu_count()} CPUs, Python {platform.python_version()}, {platform.platform()}"
+
+
+TEMPLATE = """# Performance
+
+Measured on this project's machine ({machine}) with the embedded stores (falkordblite, Qdrant Edge), 384-d
+vectors, by:
+
+    {command}
+
+Each size runs in its own process: generate the store (planted topics of 100 memories plus 20 % noise; ages
+mostly weeks, 85 % used in the last week; two edges per memory), load it, restart the services, then time each
+task dry and real (the task's own seconds, from its report), then a full run while `GET /consolidate/status` is
+sent every 20 ms. Forget runs with archive / delete thresholds of 0.1 / 0.02 so its dry run has decisions to make.
+"rerun" is the same task again right away: the steady state (decay rewrites only scores that moved more than
+`CONSOLIDATION_SCORE_EPSILON`; clustering finds every cluster unchanged).
+
+{table}
+
+"growth per 10× N" is how much the time multiplies for ten times the memories (10 = linear).
+"""
+
+
+if __name__ == "__main__":
+    main()
