@@ -1,7 +1,11 @@
 """Gunicorn configuration, derived from the service's own settings (see consolidation/settings.py)."""
 
+import os
+import shutil
 import sys
+import tempfile
 
+from consolidation.logs import gunicorn_log_config
 from consolidation.settings import SettingsError, load_settings
 
 try:
@@ -18,7 +22,11 @@ timeout = 60
 graceful_timeout = 90
 accesslog = "-"
 # %(U)s is the path without the query string: a token someone puts in a URL never reaches the log.
-access_log_format = '%(h)s "%(m)s %(U)s" %(s)s %(b)s %(M)sms'
+access_log_format = "%(h)s %(m)s %(U)s %(s)s %(b)s %(M)sms"
+logconfig_dict = gunicorn_log_config(settings)
+# One control socket per instance (gunicorn's default is one per user, which several instances would share).
+control_socket = str(settings.data_dir / "gunicorn.ctl")
+shared_metrics_directory = None  # set when several workers share their metrics
 
 
 def on_starting(server):
@@ -28,10 +36,34 @@ def on_starting(server):
             "(FALKORDB_HOST and QDRANT_URL); the embedded stores belong to one process. "
             "Run one worker (threads give concurrency) or point the service at FalkorDB and Qdrant servers."
         )
+    if server.cfg.workers > 1:
+        _share_metrics_between_workers(server)
+
+
+def _share_metrics_between_workers(server):
+    """prometheus-client adds up several processes' counters through files in one directory, named by
+    PROMETHEUS_MULTIPROC_DIR before any worker imports it; files left by an earlier start would be counted."""
+    global shared_metrics_directory
+    directory = settings.prometheus_multiproc_dir
+    if directory is None:
+        directory = tempfile.mkdtemp(prefix="consolidation-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory  # the workers' settings and prometheus-client read it
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+    shared_metrics_directory = str(directory)
+    server.log.info("metrics of %s workers shared in %s", server.cfg.workers, directory)
 
 
 def when_ready(server):
     server.log.info("consolidation service listening on http://%s", bind)
+
+
+def child_exit(server, worker):
+    if shared_metrics_directory:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid, shared_metrics_directory)
 
 
 def worker_exit(server, worker):

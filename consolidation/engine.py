@@ -14,7 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from .embedding import Embedder
-from .errors import RunInProgress
+from . import metrics
+from .errors import RunInProgress, StoreUnavailable
 from .lifecycle import Lifecycle
 from .schedule import due_tasks, next_due
 from .settings import TASK_NAMES, Settings
@@ -66,6 +67,8 @@ class ConsolidationEngine:
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._background: list[threading.Thread] = []
         self._background_lock = threading.Lock()
+        self._unrecorded: list[tuple[str, Callable[[], None]]] = []
+        self._unrecorded_lock = threading.Lock()
 
     # --- running ---------------------------------------------------------------------------------
 
@@ -143,7 +146,7 @@ class ConsolidationEngine:
     def status(self) -> dict[str, Any]:
         control = self.control.state()
         now = self.clock()
-        lease = self.control.current_lease(time.time())
+        lease = self.control.current_lease()
         current = self.runs.get(lease.run_id) if lease else None
         return {
             **{f"last_{task}": control.get(f"last_{task}") for task in TASK_NAMES},
@@ -156,24 +159,50 @@ class ConsolidationEngine:
         }
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
+        """A run's record; one still marked running without the lease was left by a process that died."""
         run = self.runs.get(run_id)
+        if run and run.get("state") == "running":
+            lease = self.control.current_lease()
+            if lease is None or lease.run_id != run_id:
+                run = self.runs.get(run_id)  # it may have finished between the two reads
+                if run and run.get("state") == "running":
+                    run["state"] = "abandoned"
         return _public_run(run) if run else None
+
+    def flush_unrecorded(self) -> None:
+        """Write the run records that a store outage kept us from writing, oldest first."""
+        with self._unrecorded_lock:
+            pending, self._unrecorded = self._unrecorded, []
+        for index, (what, write) in enumerate(pending):
+            try:
+                write()
+            except StoreUnavailable:
+                with self._unrecorded_lock:
+                    self._unrecorded[:0] = pending[index:]
+                return
+            except Exception:
+                log.exception("consolidation could not write a deferred record what=%s", what)
+        if pending:
+            log.info("consolidation wrote deferred records count=%s", len(pending))
 
     # --- internals -------------------------------------------------------------------------------
 
     def _leased_run(self, tasks: Sequence[str], dry_run: bool, trigger: str) -> Run:
         self.stores.ensure_ready()
+        self.flush_unrecorded()  # may release a lease an outage kept us from releasing
         run = Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, self.clock())
         ttl = self.settings.consolidation_lease_seconds
         first = run.tasks[0] if run.tasks else None
-        if self.control.acquire_lease(self.holder, run.id, first, time.time(), ttl) is None:
-            holder = self.control.current_lease(time.time())
+        if self.control.acquire_lease(self.holder, run.id, first, ttl) is None:
+            holder = self.control.current_lease()
             raise RunInProgress(holder.run_id if holder else None, holder.task if holder else None)
         return run
 
     def _open_record(self, run: Run) -> None:
         try:
-            self.runs.create(run.record())
+            # We hold the lease, so a run still recorded as running belongs to a process that died.
+            self.runs.abandon_running(except_id=run.id, at=to_iso(run.started_at))
+            self.runs.create({**run.record(), "holder": self.holder})
         except Exception:
             self.control.release_lease(run.id)
             raise
@@ -188,6 +217,7 @@ class ConsolidationEngine:
             log.exception("consolidation %s failed run=%s", task, run.id)
             report = {"success": False, "error": f"{type(exc).__name__}: {exc}"}
         report["seconds"] = round(time.monotonic() - started, 3)
+        metrics.record_task(task, report, run.dry_run)
         log.info("consolidation %s done processed=%s seconds=%.3f success=%s dry_run=%s run=%s", task,
                  report.get("memories_processed", 0), report["seconds"], report["success"], run.dry_run, run.id)
         if not run.dry_run:
@@ -200,30 +230,38 @@ class ConsolidationEngine:
                  "trigger": run.trigger}
         if not report["success"]:
             entry["error"] = report["error"]
-        try:
-            self.control.record_task(task, entry, self.settings.consolidation_history_limit)
-        except Exception:  # the store that failed the task may be the one we record in
-            log.exception("consolidation could not record %s in history run=%s", task, run.id)
+        limit = self.settings.consolidation_history_limit
+        self._write_or_defer(f"history of {task}", lambda: self.control.record_task(task, entry, limit))
 
     def _finish(self, run: Run) -> dict[str, Any]:
         finished = self.clock()
         success = all(r.get("success") for r in run.results.values())
         summary = {"state": "succeeded" if success else "failed", "finished_at": to_iso(finished),
                    "result": run.results, "progress": run.progress}
-        try:
+
+        def close_record() -> None:
             self.runs.update(run.id, summary)
             self.runs.prune(RUNS_KEPT)
-        except Exception:
-            log.exception("consolidation could not record the end of run=%s", run.id)
-        finally:
-            try:
-                self.control.release_lease(run.id)
-            except Exception:  # an unreleased lease expires on its own
-                log.exception("consolidation could not release the lease run=%s", run.id)
+            self.control.release_lease(run.id)  # after the record: a finished run never looks abandoned
+
+        self._write_or_defer("end of run", close_record)
         return {"run_id": run.id, "trigger": run.trigger, "dry_run": run.dry_run, "tasks": run.tasks,
                 "started_at": to_iso(run.started_at), "finished_at": to_iso(finished),
                 "duration_seconds": round((finished - run.started_at).total_seconds(), 3),
                 "success": success, "results": run.results}
+
+    def _write_or_defer(self, what: str, write: Callable[[], None]) -> None:
+        """Write a record now; if the store is down, keep it for the first tick after it is back.
+        (An unreleased lease meanwhile expires on its own, so nobody waits for the store to return.)"""
+        try:
+            write()
+        except StoreUnavailable as exc:
+            log.warning("consolidation will write a record when the store is back what=%s detail=%s", what,
+                        exc.detail)
+            with self._unrecorded_lock:
+                self._unrecorded.append((what, write))
+        except Exception:
+            log.exception("consolidation could not write a record what=%s", what)
 
     def _next_due(self, control: dict[str, Any], now: datetime) -> dict[str, str | None]:
         intervals, tick = self.settings.task_intervals, self.settings.consolidation_tick_seconds
@@ -278,7 +316,7 @@ class LeaseKeeper:
     def _loop(self) -> None:
         while not self._stop.wait(self.ttl / 3):
             try:
-                if not self.control.renew_lease(self.run.id, self.run.current_task, time.time(), self.ttl):
+                if not self.control.renew_lease(self.run.id, self.run.current_task, self.ttl):
                     log.error("consolidation lost its run lease run=%s", self.run.id)
                     self.run.lease_lost = True
                     return

@@ -1,4 +1,4 @@
-"""The background scheduler thread: every tick, finish interrupted deletions and run the tasks that are due."""
+"""The background scheduler thread: every tick, catch up on what an outage interrupted, then run what is due."""
 
 from __future__ import annotations
 
@@ -49,12 +49,14 @@ class ConsolidationScheduler:
         self.last_tick_at = now or self.engine.clock()
         try:
             self.engine.stores.ensure_ready()
+            self.engine.flush_unrecorded()
             self.engine.lifecycle.complete_pending()
             result = self.engine.run_due(now)
             self.last_error = None
             return result
         except StoreUnavailable as exc:
             self.last_error = exc.detail
+            self.engine.stores.mark_stale()
             log.warning("consolidation tick skipped: store unavailable store=%s detail=%s", exc.store, exc.detail)
         except Exception as exc:  # the thread must survive anything a tick throws
             self.last_error = f"{type(exc).__name__}: {exc}"

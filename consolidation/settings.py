@@ -102,10 +102,13 @@ class Settings(BaseModel):
     web_threads: int = Field(8, ge=1, le=256, description="a number of threads per worker 1..256")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="DEBUG, INFO, WARNING or ERROR")
     log_format: Literal["kv", "json"] = Field("kv", description="kv or json")
+    prometheus_multiproc_dir: Path | None = Field(
+        None, description="a directory where gunicorn workers share metrics (gunicorn.conf.py makes one), or empty"
+    )
 
     @field_validator(
         "falkordb_host", "falkordb_password", "qdrant_url", "qdrant_api_key", "api_token",
-        "summarizer_llm_url", "summarizer_llm_api_key",
+        "summarizer_llm_url", "summarizer_llm_api_key", "prometheus_multiproc_dir",
         "consolidation_decay_importance_threshold", mode="before",
     )
     @classmethod

@@ -15,6 +15,10 @@ KMEANS_ITERATIONS = 10
 EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.int64))
 
 
+def _no_progress(done: int, total: int) -> None:
+    return None
+
+
 def normalized(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero), as float32; rows already unit are not copied."""
     matrix = np.asarray(matrix, dtype=np.float32)
@@ -25,19 +29,22 @@ def normalized(matrix: np.ndarray) -> np.ndarray:
 
 
 def similar_pairs(unit: np.ndarray, threshold: float, exact_limit: int, probe_cells: int,
-                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs i < j with cosine >= threshold: exact up to `exact_limit` vectors, by cells above that."""
+                  seed: int = 0, progress=_no_progress) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs i < j with cosine >= threshold: exact up to `exact_limit` vectors, by cells above that.
+    `progress(vectors done, vectors)` is called as the comparison goes."""
     if unit.shape[0] <= exact_limit:
-        return similar_pairs_exact(unit, threshold)
-    return similar_pairs_by_cells(unit, threshold, probe_cells, seed)
+        return similar_pairs_exact(unit, threshold, progress)
+    return similar_pairs_by_cells(unit, threshold, probe_cells, seed, progress)
 
 
-def similar_pairs_exact(unit: np.ndarray, threshold: float) -> tuple[np.ndarray, np.ndarray]:
+def similar_pairs_exact(unit: np.ndarray, threshold: float,
+                        progress=_no_progress) -> tuple[np.ndarray, np.ndarray]:
     """Every pair i < j with cosine >= threshold, by blocked matrix products over the upper triangle."""
     n = unit.shape[0]
     block = max(64, BLOCK_BYTES // (4 * max(n, 1)))
     rows, cols = [], []
     for start in range(0, n, block):
+        progress(start, n)
         stop = min(n, start + block)
         scores = unit[start:stop] @ unit[start:].T
         # Keep only the strict upper triangle: column index (offset by start) greater than row index.
@@ -48,8 +55,8 @@ def similar_pairs_exact(unit: np.ndarray, threshold: float) -> tuple[np.ndarray,
     return (np.concatenate(rows), np.concatenate(cols)) if rows else EMPTY
 
 
-def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int,
-                           seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int, seed: int = 0,
+                           progress=_no_progress) -> tuple[np.ndarray, np.ndarray]:
     """Approximate: split the vectors into k-means cells (faiss), then compare each cell exactly, by matrix
     products, with itself and the `probe_cells` cells whose centroids are nearest. Each point belongs to one
     cell, so each cell pair is compared once and no pair is found twice. Recall is measured in bench/.
@@ -63,7 +70,10 @@ def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int,
     _, nearest = kmeans.index.search(unit, 1)
     members = _members_by_cell(nearest[:, 0], cells)
     rows, cols = [], []
+    done = 0
     for cell, partners in enumerate(_cell_partners(kmeans.centroids, probe_cells)):
+        progress(done, n)
+        done += members[cell].size
         if members[cell].size == 0:
             continue
         others = np.concatenate([members[p] for p in partners])

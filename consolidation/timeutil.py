@@ -29,10 +29,11 @@ def parse_iso(text: str) -> datetime:
 
 def epoch_seconds(texts: Iterable[str | None]) -> np.ndarray:
     """Seconds since the epoch for each ISO string; NaN where a time is missing or unreadable."""
-    return np.fromiter((_epoch_or_nan(text) for text in texts), dtype=np.float64)
+    return np.fromiter((epoch_or_nan(text) for text in texts), dtype=np.float64)
 
 
-def _epoch_or_nan(text: str | None) -> float:
+def epoch_or_nan(text: str | None) -> float:
+    """Seconds since the epoch of one ISO string; NaN if it is missing or unreadable."""
     if not text:
         return np.nan
     try:

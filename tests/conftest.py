@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from consolidation.api import create_app
 from consolidation.service import build_services
@@ -120,3 +121,9 @@ def client_for(settings):
         return client
 
     return build
+
+
+def metric_samples(text: str) -> dict[tuple, float]:
+    """Every sample of a Prometheus text exposition, keyed by name and sorted labels."""
+    return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
+            for family in text_string_to_metric_families(text) for sample in family.samples}

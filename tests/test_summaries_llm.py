@@ -2,6 +2,7 @@
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -15,9 +16,11 @@ class FakeChatModel(BaseHTTPRequestHandler):
     """An OpenAI-compatible /chat/completions endpoint that records requests and answers as told."""
 
     status = 200
+    delay_seconds = 0.0
     requests: list = []
 
     def do_POST(self):
+        time.sleep(self.delay_seconds)
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         FakeChatModel.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
         reply = {"choices": [{"message": {"content": "The team settled on PostgreSQL for billing."}}]}
@@ -38,6 +41,7 @@ def chat_model():
     thread.start()
     FakeChatModel.requests = []
     FakeChatModel.status = 200
+    FakeChatModel.delay_seconds = 0.0
     yield f"http://127.0.0.1:{server.server_port}/v1"
     server.shutdown()
 

@@ -7,7 +7,7 @@ from flask import Flask
 from ..logs import configure_logging
 from ..service import Services, build_services
 from ..settings import Settings, load_settings
-from . import consolidate, errors, health, memories
+from . import consolidate, errors, health, memories, metrics
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None,
@@ -21,8 +21,9 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.json.sort_keys = False
     app.extensions["consolidation"] = services
     errors.register(app)
-    for blueprint in (consolidate.blueprint, memories.blueprint, health.blueprint):
+    for blueprint in (consolidate.blueprint, memories.blueprint, health.blueprint, metrics.blueprint):
         app.register_blueprint(blueprint)
+    app.after_request(metrics.count_request)
     if start_scheduler if start_scheduler is not None else settings.consolidation_scheduler_enabled:
         services.scheduler.start()
     return app

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, jsonify
+from flask import Flask, current_app, jsonify
 from werkzeug.exceptions import HTTPException
 
-from ..errors import ServiceError
+from ..errors import ServiceError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,8 @@ def error_response(status: int, error: str, detail: str, **extra):
 def _service_error(exc: ServiceError):
     if exc.status >= 500:
         log.warning("request failed error=%s detail=%s", exc.error, exc.detail)
+    if isinstance(exc, StoreUnavailable):
+        current_app.extensions["consolidation"].stores.mark_stale()
     return error_response(exc.status, exc.error, exc.detail, **{k: v for k, v in exc.extra.items() if v is not None})
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
-from ..errors import StoreUnavailable
 from .context import services
 
 blueprint = Blueprint("health", __name__)
@@ -13,7 +12,7 @@ blueprint = Blueprint("health", __name__)
 @blueprint.get("/health")
 def health():
     svc = services()
-    stores = {"graph": _probe(svc.stores.graph.falkor.ping), "vectors": _probe(svc.stores.vectors.ping)}
+    stores = svc.stores.health()
     healthy = all(s["ok"] for s in stores.values())
     body = {
         "status": "ok" if healthy else "degraded",
@@ -23,10 +22,3 @@ def health():
     }
     return jsonify(body), 200 if healthy else 503
 
-
-def _probe(ping) -> dict:
-    try:
-        ping()
-    except StoreUnavailable as exc:
-        return {"ok": False, "detail": exc.detail}
-    return {"ok": True}

@@ -38,6 +38,10 @@ class Stores:
                 ensure_collection()
             self._ready = True
 
+    def mark_stale(self) -> None:
+        """After an outage, check the schema again: a store that came back empty needs its indexes and collection."""
+        self._ready = False
+
     def try_ready(self) -> bool:
         """ensure_ready, but a store outage is logged and reported instead of raised."""
         try:
@@ -46,6 +50,17 @@ class Stores:
             log.warning("stores not ready store=%s detail=%s", exc.store, exc.detail)
             return False
         return True
+
+    def health(self) -> dict[str, dict]:
+        """Whether each store answers a ping right now, with the reason when it does not."""
+        report = {}
+        for name, ping in (("graph", self.graph.falkor.ping), ("vectors", self.vectors.ping)):
+            try:
+                ping()
+                report[name] = {"ok": True}
+            except StoreUnavailable as exc:
+                report[name] = {"ok": False, "detail": exc.detail}
+        return report
 
     def close(self) -> None:
         for close in (self.vectors.close, self.graph.falkor.close):

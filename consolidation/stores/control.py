@@ -45,7 +45,9 @@ class ControlStore:
         self.ensure()
         history = [entry, *self.state()["history"]][:history_limit]
         if entry["success"]:
-            update = f"c.last_{task} = $ran_at, c.failures_{task} = 0, c.last_failure_{task} = null"
+            # A record written late (after a store outage) must not move last_<task> backwards.
+            update = (f"c.last_{task} = CASE WHEN c.last_{task} > $ran_at THEN c.last_{task} ELSE $ran_at END, "
+                      f"c.failures_{task} = 0, c.last_failure_{task} = null")
         else:
             update = f"c.failures_{task} = coalesce(c.failures_{task}, 0) + 1, c.last_failure_{task} = $ran_at"
         self.falkor.execute(
@@ -53,26 +55,28 @@ class ControlStore:
             {"history": json.dumps(history), "ran_at": entry["ran_at"]},
         )
 
-    # --- the lease: a compare-and-set on the control node (FalkorDB runs write queries one at a time) --------
+    # --- the lease: a compare-and-set on the control node (FalkorDB runs write queries one at a time). -------
+    # Times are the FalkorDB server's own clock (timestamp(), in ms), so replicas with skewed clocks agree
+    # on when a lease expires.
 
-    def acquire_lease(self, holder: str, run_id: str, task: str | None, now: float, ttl: float) -> Lease | None:
+    def acquire_lease(self, holder: str, run_id: str, task: str | None, ttl: float) -> Lease | None:
         """Take the lease if it is free, expired, or already ours; None if someone else holds it."""
         self.ensure()
         rows = self.falkor.execute(
-            f"MATCH {CONTROL} WHERE c.lease_expires_at IS NULL OR c.lease_expires_at < $now "
-            "OR c.lease_run_id = $run_id "
+            f"MATCH {CONTROL} WITH c, timestamp() / 1000.0 AS now "
+            "WHERE c.lease_expires_at IS NULL OR c.lease_expires_at < now OR c.lease_run_id = $run_id "
             "SET c.lease_holder = $holder, c.lease_run_id = $run_id, c.lease_task = $task, "
-            "c.lease_expires_at = $expires RETURN c.lease_run_id",
-            {"holder": holder, "run_id": run_id, "task": task, "now": now, "expires": now + ttl},
+            "c.lease_expires_at = now + $ttl RETURN c.lease_expires_at",
+            {"holder": holder, "run_id": run_id, "task": task, "ttl": float(ttl)},
         )
-        return Lease(holder, run_id, task, now + ttl) if rows else None
+        return Lease(holder, run_id, task, float(rows[0][0])) if rows else None
 
-    def renew_lease(self, run_id: str, task: str | None, now: float, ttl: float) -> bool:
+    def renew_lease(self, run_id: str, task: str | None, ttl: float) -> bool:
         """Extend our lease (and say which task runs now); False if it was lost to another holder."""
         rows = self.falkor.execute(
             f"MATCH {CONTROL} WHERE c.lease_run_id = $run_id "
-            "SET c.lease_expires_at = $expires, c.lease_task = $task RETURN c.lease_run_id",
-            {"run_id": run_id, "task": task, "expires": now + ttl},
+            "SET c.lease_expires_at = timestamp() / 1000.0 + $ttl, c.lease_task = $task RETURN c.lease_run_id",
+            {"run_id": run_id, "task": task, "ttl": float(ttl)},
         )
         return bool(rows)
 
@@ -83,12 +87,11 @@ class ControlStore:
             {"run_id": run_id},
         )
 
-    def current_lease(self, now: float) -> Lease | None:
+    def current_lease(self) -> Lease | None:
         """The lease if someone holds it and it has not expired."""
         rows = self.falkor.records(
-            f"MATCH {CONTROL} WHERE c.lease_expires_at >= $now "
+            f"MATCH {CONTROL} WHERE c.lease_expires_at >= timestamp() / 1000.0 "
             "RETURN c.lease_holder, c.lease_run_id, c.lease_task, c.lease_expires_at",
-            {"now": now},
             read_only=True,
         )
         return Lease(*rows[0]) if rows else None

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import redis
 from falkordb import Graph
-from redis.backoff import NoBackoff
+from redis.backoff import ExponentialBackoff, NoBackoff
 from redis.retry import Retry
 from falkordb.exceptions import SchemaVersionMismatchException
 from falkordb.helpers import stringify_param_value
@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 WRITE_CHUNK = 2000
 SOCKET_TIMEOUT_SECONDS = 60
 CONNECT_TIMEOUT_SECONDS = 3
+# A dropped connection is retried twice within about a quarter second: that rides over a server restart's
+# first refused connect, yet an outage is reported (as 503) at once instead of after seconds of back-off.
+SERVER_RETRY = Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2)
 OUTAGE_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, OSError)
 
 
@@ -47,7 +50,7 @@ class Falkor:
             client = redis.Redis(
                 host=settings.falkordb_host, port=settings.falkordb_port, password=password,
                 decode_responses=True, socket_timeout=SOCKET_TIMEOUT_SECONDS,
-                socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, health_check_interval=30,
+                socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, health_check_interval=30, retry=SERVER_RETRY,
             )
             return cls(client, settings.falkordb_graph, client.close)
         return cls._embedded(settings.data_dir / "falkordb", settings.falkordb_graph)
@@ -72,6 +75,11 @@ class Falkor:
 
     def ping(self) -> None:
         self._call(self.client.ping)
+
+    def server_time(self) -> float:
+        """The FalkorDB server's clock in epoch seconds: one clock for every process that shares the store."""
+        seconds, micros = self._call(self.client.time)
+        return seconds + micros / 1e6
 
     def records(self, cypher: str, params: dict | None = None, *, read_only: bool = False) -> list[list[Any]]:
         """Run one query and return its rows as Python values (lists, booleans, floats, nodes)."""

@@ -30,11 +30,14 @@ class RunStore:
         )
         return _decode(dict(rows[0][0])) if rows else None
 
-    def running(self) -> list[dict[str, Any]]:
-        rows = self.falkor.records(
-            "MATCH (r:ConsolidationRun {state: 'running'}) RETURN properties(r)", read_only=True
+    def abandon_running(self, except_id: str, at: str) -> None:
+        """Mark every other run still recorded as running as abandoned (its process died holding the lease)."""
+        self.falkor.execute(
+            "MATCH (r:ConsolidationRun {state: 'running'}) WHERE r.id <> $id "
+            "SET r.state = 'abandoned', r.finished_at = $at, "
+            "r.error = 'its process stopped before the run finished; the run lease expired'",
+            {"id": except_id, "at": at},
         )
-        return [_decode(dict(row[0])) for row in rows]
 
     def prune(self, keep: int) -> None:
         """Delete finished runs beyond the newest `keep`."""

@@ -28,7 +28,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
     rows, cols = similar_pairs(unit, settings.consolidation_cluster_similarity,
-                               settings.consolidation_cluster_exact_limit, settings.consolidation_cluster_probe_cells)
+                               settings.consolidation_cluster_exact_limit, settings.consolidation_cluster_probe_cells,
+                               progress=ctx.progress)
     groups = clusters(len(ids), rows, cols, settings.consolidation_cluster_min_size)
     matches, retired = match_clusters([frozenset(ids[i] for i in g) for g in groups], ctx.graph.meta_patterns())
     changed = [(m, g) for m, g in zip(matches, groups) if m.pattern_id is None or m.members != m.previous_members]

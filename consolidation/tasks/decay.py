@@ -59,6 +59,8 @@ def _write(ctx: TaskContext, inputs: ScoringInputs, rows: np.ndarray, scores: np
 def _graph_write(ctx, inputs, rows, scores, ids, part, mirrored) -> None:
     mirrored.result()  # raises if the mirror failed: then this chunk stays unwritten in the graph too
     ctx.graph.write_scores(inputs.node_ids[rows[part]], ids[part], scores[rows[part]])
+    unchanged = len(inputs) - rows.size
+    ctx.progress(unchanged + min(part.stop, rows.size), len(inputs))
 
 
 def current_relevance(inputs: ScoringInputs, now: datetime) -> np.ndarray:
