@@ -30,9 +30,12 @@ def free_port() -> int:
 class FalkorServer:
     """redis-server with the FalkorDB module on loopback: a FalkorDB server that can be stopped and restarted."""
 
-    def __init__(self, directory: Path, port: int | None = None):
+    def __init__(self, directory: Path, port: int | None = None, extra_args: tuple[str, ...] = (),
+                 password: str | None = None):
         self.directory = directory
         self.port = port or free_port()
+        self.extra_args = extra_args
+        self.password = password
         self.process: subprocess.Popen | None = None
         directory.mkdir(parents=True, exist_ok=True)
 
@@ -40,7 +43,7 @@ class FalkorServer:
         self.process = subprocess.Popen(
             [str(REDISLITE_BIN / "redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
              "--loadmodule", str(REDISLITE_BIN / "falkordb.so"), "--dir", str(self.directory),
-             "--appendonly", "yes", "--save", ""],
+             "--appendonly", "yes", "--save", "", *self.extra_args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 20
@@ -58,7 +61,7 @@ class FalkorServer:
             self.process.wait(10)
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, decode_responses=True, socket_timeout=10)
+        return redis.Redis(port=self.port, password=self.password, decode_responses=True, socket_timeout=10)
 
     def query(self, cypher: str) -> list:
         return self.client().execute_command("GRAPH.QUERY", "memories", cypher)
