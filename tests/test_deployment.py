@@ -13,6 +13,8 @@ import re
 import shlex
 import subprocess
 import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -22,7 +24,7 @@ import yaml
 
 from consolidation.settings import Settings, SettingsError, load_settings
 from tests.conftest import TOKEN
-from tests.processes import ROOT, FalkorServer, free_port, gunicorn, stop, wait_answering
+from tests.processes import REDISLITE_BIN, ROOT, FalkorServer, free_port, gunicorn, stop, wait_answering
 
 SETTING_NAMES = {name.upper() for name in Settings.model_fields}
 COMPOSE_ONLY = {"CONSOLIDATION_PUBLISH"}  # read by docker-compose.yml itself, not by the service
@@ -249,3 +251,50 @@ def test_compose_wiring_reaches_a_password_protected_falkordb_and_reports_qdrant
         server.kill()
     for secret in FILLED_IN.values():
         assert secret not in output
+
+
+def store_healthcheck(service: str, port_in_image: int, port_here: int) -> str:
+    """A store's healthcheck command as compose's shell would run it, pointed at a loopback port of this machine."""
+    command = interpolate(compose_file()["services"][service]["healthcheck"]["test"][1], {})
+    if service == "falkordb":
+        return command.replace("redis-cli ping", f"redis-cli -p {port_here} ping")
+    return command.replace(f"127.0.0.1/{port_in_image}", f"127.0.0.1/{port_here}")
+
+
+def test_falkordb_healthcheck_passes_only_with_the_password_on_a_live_server(tmp_path):
+    server = FalkorServer(tmp_path, extra_args=("--requirepass", "right-password"), password="right-password")
+    command = store_healthcheck("falkordb", 6379, server.port)
+    environment = {**os.environ, "PATH": f"{REDISLITE_BIN}:{os.environ['PATH']}"}
+    def check(password: str) -> int:
+        return subprocess.run(["sh", "-c", command], env={**environment, "FALKORDB_PASSWORD": password},
+                              capture_output=True, timeout=30).returncode
+    assert check("right-password") != 0  # not started yet
+    server.start()
+    try:
+        assert check("right-password") == 0
+        assert check("wrong-password") != 0
+    finally:
+        server.kill()
+
+
+@pytest.mark.parametrize("answer, healthy", [(200, True), (503, False)])
+def test_qdrant_healthcheck_asks_readyz_without_curl(answer, healthy):
+    asked = []
+
+    class Readyz(BaseHTTPRequestHandler):
+        def do_GET(self):
+            asked.append(self.path)
+            self.send_response(answer)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Readyz)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        command = store_healthcheck("qdrant", 6333, server.server_address[1])
+        assert (subprocess.run(["sh", "-c", command], timeout=30).returncode == 0) is healthy
+    finally:
+        server.shutdown()
+    assert asked == ["/readyz"]
