@@ -65,7 +65,7 @@ def service_environment(variables: dict[str, str]) -> dict[str, str]:
     """What the consolidation container's environment would be: env_file (.env) overlaid by `environment`."""
     service = compose_file()["services"]["consolidation"]
     assert service["env_file"] == ".env"
-    environment = {name: value for name, value in variables.items()}
+    environment = dict(variables)
     environment.update({name: interpolate(str(value), variables) for name, value in service["environment"].items()})
     return environment
 

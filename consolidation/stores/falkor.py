@@ -76,11 +76,6 @@ class Falkor:
     def ping(self) -> None:
         self._call(self.client.ping)
 
-    def server_time(self) -> float:
-        """The FalkorDB server's clock in epoch seconds: one clock for every process that shares the store."""
-        seconds, micros = self._call(self.client.time)
-        return seconds + micros / 1e6
-
     def records(self, cypher: str, params: dict | None = None, *, read_only: bool = False) -> list[list[Any]]:
         """Run one query and return its rows as Python values (lists, booleans, floats, nodes)."""
         run = self._graph.ro_query if read_only else self._graph.query
