@@ -1,4 +1,4 @@
-"""Command line: serve the API, import memories from JSONL, run consolidation once."""
+"""Command line: serve the API, import memories from JSONL, run consolidation once (here or on a service)."""
 
 from __future__ import annotations
 
@@ -6,16 +6,17 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
-import httpx
 
 from .errors import ServiceError
 from .logs import configure_logging
+from .remote import RemoteService
 from .service import build_services
 from .settings import TASK_NAMES, Settings, SettingsError, load_settings
 
-IMPORT_CHUNK_LINES = 2000
+URL_HELP = "Talk to a running service at this URL instead of opening the stores in this process."
 
 
 @click.group()
@@ -34,43 +35,56 @@ def serve() -> None:
 
 @main.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--url", help="Import through a running service at this URL instead of opening the stores.")
+@click.option("--url", help=URL_HELP)
 @click.option("--if-empty", is_flag=True, help="Only import if the store holds no memories yet.")
 @click.option("--shift-to-now", is_flag=True,
               help="Move all times in the file by one offset so the newest one becomes now.")
-def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: bool) -> None:
+@click.option("--overwrite", is_flag=True,
+              help="Replace stored memories that have a line's id (recorded in the audit log).")
+@click.option("--dry-run", is_flag=True, help="Check every line and say what would happen; write nothing.")
+def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: bool, overwrite: bool,
+                    dry_run: bool) -> None:
     """Import memories from a JSONL file: one JSON object per line (content, type, importance, ..., embedding).
 
-    Every line is checked before anything is written; lines without an id get one derived from the line,
-    so importing the same file twice creates no duplicates.
+    Every line is checked before anything is written, and the file is written whole or not at all. An import
+    creates memories: a line whose id is already stored is skipped if it says the same, and is a conflict
+    otherwise (then nothing is imported, unless --overwrite). Lines without an id get one derived from the
+    line, so importing the same file twice creates nothing the second time.
     """
     settings = _settings()
-    lines = path.read_text(encoding="utf-8").splitlines()
+    data = path.read_bytes()
+    flags = {"shift_to_now": shift_to_now, "overwrite": overwrite, "dry_run": dry_run}
     if url:
-        report = _import_remote(url, lines, settings, shift_to_now)
+        report = _remote_import(url, settings, data, if_empty, flags)
     else:
-        report = _import_local(lines, settings, if_empty, shift_to_now)
-    if report.get("skipped"):
-        click.echo(f"store already holds {report['skipped']} memories; {path} not imported (--if-empty)")
+        report = _local_import(settings, data, if_empty, flags)
+    if report is None:
+        click.echo(f"the store already holds memories; {path} not imported (--if-empty)")
         return
-    for error in report["errors"]:
-        click.echo(f"{path}:{error['line']}: {error['field']}: {error['detail']}", err=True)
-    if report["errors"]:
-        click.echo(f"nothing imported: {len(report['errors'])} invalid line(s)", err=True)
-        sys.exit(1)
-    click.echo(f"imported {report['imported']} memories from {path}")
+    _print_import(path, report, dry_run)
 
 
 @main.command()
 @click.option("--task", type=click.Choice([*TASK_NAMES, "full"]), default="full", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Compute and report, write nothing.")
-def consolidate(task: str, dry_run: bool) -> None:
-    """Run consolidation once in this process (the service must not be running on the embedded stores)."""
+@click.option("--url", help=URL_HELP)
+def consolidate(task: str, dry_run: bool, url: str | None) -> None:
+    """Run consolidation once and print the result as JSON (exit status 1 if a task failed)."""
     settings = _settings()
+    tasks = list(TASK_NAMES) if task == "full" else [task]
+    if url:
+        remote = _remote(url, settings)
+        try:
+            run = remote.consolidate(None if task == "full" else tasks, dry_run, _show_progress)
+        except ServiceError as exc:
+            raise click.ClickException(exc.detail) from None
+        finally:
+            remote.close()
+        click.echo(json.dumps(run, indent=2))
+        sys.exit(0 if run.get("state") == "succeeded" else 1)
     configure_logging(settings)
     services = _open(settings)
     try:
-        tasks = list(TASK_NAMES) if task == "full" else [task]
         result = services.engine.run(tasks, dry_run=dry_run, trigger="cli")
     finally:
         services.close()
@@ -92,34 +106,56 @@ def _open(settings: Settings):
         raise click.ClickException(f"{exc.detail} (is the service running? then use --url)") from None
 
 
-def _import_local(lines: list[str], settings: Settings, if_empty: bool, shift_to_now: bool) -> dict:
+def _remote(url: str, settings: Settings) -> RemoteService:
+    return RemoteService(url, settings.admin_api_token.get_secret_value())
+
+
+def _local_import(settings: Settings, data: bytes, if_empty: bool, flags: dict[str, bool]) -> dict[str, Any] | None:
     services = _open(settings)
     try:
         services.stores.ensure_ready()
-        existing = services.stores.graph.count_memories() if if_empty else 0
-        if existing:
-            return {"skipped": existing, "imported": 0, "errors": []}
-        report = services.memories.import_lines(lines, shift_to_now)
+        if if_empty and services.stores.graph.count_memories():
+            return None
+        return services.memories.import_jsonl(data, **flags).public()
+    except ServiceError as exc:
+        raise click.ClickException(exc.detail) from None
     finally:
         services.close()
-    return {"imported": report.imported, "errors": report.errors}
 
 
-def _import_remote(url: str, lines: list[str], settings: Settings, shift_to_now: bool) -> dict:
-    if shift_to_now and len(lines) > IMPORT_CHUNK_LINES:
-        raise click.ClickException(f"--shift-to-now with --url takes at most {IMPORT_CHUNK_LINES} lines at once")
-    headers = {"Authorization": f"Bearer {settings.admin_api_token.get_secret_value()}",
-               "Content-Type": "application/x-ndjson"}
-    imported = 0
-    for start in range(0, len(lines), IMPORT_CHUNK_LINES):
-        chunk = "\n".join(lines[start : start + IMPORT_CHUNK_LINES])
-        reply = httpx.post(url.rstrip("/") + "/memory/import", content=chunk.encode(), headers=headers,
-                           params={"shift_to_now": "true"} if shift_to_now else None, timeout=300)
-        body = reply.json()
-        if reply.status_code != 200:
-            errors = body.get("errors") or [{"line": 0, "field": body.get("error"), "detail": body.get("detail")}]
-            for error in errors:
-                error["line"] = error.get("line", 0) + start
-            return {"imported": imported, "errors": errors}
-        imported += body["imported"]
-    return {"imported": imported, "errors": []}
+def _remote_import(url: str, settings: Settings, data: bytes, if_empty: bool,
+                   flags: dict[str, bool]) -> dict[str, Any] | None:
+    remote = _remote(url, settings)
+    try:
+        if if_empty and remote.memory_count():
+            return None
+        return remote.import_jsonl(data, **flags)
+    except ServiceError as exc:
+        raise click.ClickException(exc.detail) from None
+    finally:
+        remote.close()
+
+
+def _print_import(path: Path, report: dict[str, Any], dry_run: bool) -> None:
+    for entry in sorted(report["errors"], key=lambda e: e["line"]):
+        click.echo(f"{path}:{entry['line']}: {entry['field']}: {entry['detail']}", err=True)
+    for entry in report["conflicts"]:
+        click.echo(f"{path}:{entry['line']}: conflict: memory {entry['id']}: {entry['reason']}", err=True)
+    counts = (f"created {report['created']}, overwritten {report['overwritten']}, "
+              f"skipped {report['skipped']} already stored or repeated")
+    if "stopped_at_line" in report:
+        click.echo(f"stopped at line {report['stopped_at_line']}: {report['imported']} memories were written "
+                   f"before it ({counts}); the rest of {path} was not imported", err=True)
+        sys.exit(1)
+    if report["errors"] or report["conflicts"]:
+        click.echo(f"nothing imported: {len(report['errors'])} invalid line(s), "
+                   f"{len(report['conflicts'])} conflict(s)", err=True)
+        sys.exit(1)
+    verb = "would import" if dry_run else "imported"
+    click.echo(f"{verb} {report['imported']} memories from {path} ({counts})")
+
+
+def _show_progress(run: dict[str, Any]) -> None:
+    progress = run.get("progress") or {}
+    if progress:
+        click.echo(f"{progress.get('task')}: {progress.get('processed')}/{progress.get('total')}", err=True)

@@ -8,7 +8,8 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from .embedding import Embedder
 from . import metrics
 from .errors import RunInProgress, StoreUnavailable
+from .heartbeat import Heartbeat
 from .lifecycle import Lifecycle
 from .schedule import due_tasks, next_due
 from .settings import TASK_NAMES, Settings
@@ -80,7 +82,7 @@ class ConsolidationEngine:
 
     def execute(self, run: Run) -> dict[str, Any]:
         """Run the tasks of a begun run in order, keeping the lease alive, then record and release it."""
-        keeper = LeaseKeeper(self.control, run, self.settings.consolidation_lease_seconds)
+        keeper = self._lease_keeper(run)
         keeper.start()
         try:
             for task in run.tasks:
@@ -117,11 +119,19 @@ class ConsolidationEngine:
         if not repair:
             self.stores.ensure_ready()
             return self.lifecycle.reconcile(repair=False)
-        run = self._leased_run([], dry_run=False, trigger="reconcile")
-        try:
+        with self._lease_alone("reconcile"):
             return self.lifecycle.reconcile(repair=True)
-        finally:
-            self.control.release_lease(run.id)
+
+    def complete_interrupted_deletions(self) -> int:
+        """Finish deletions a crash left pending, under the run lease: a live forget elsewhere has pending
+        tombstones too, and finishing them behind its back would race its own steps."""
+        if not self.lifecycle.tombstones.pending_ids():
+            return 0
+        try:
+            with self._lease_alone("recovery"):
+                return self.lifecycle.complete_pending()
+        except RunInProgress:
+            return 0  # the holder (its forget task) or a later tick completes them
 
     def run_due(self, now: datetime | None = None) -> dict[str, Any] | None:
         """Run whatever is due, once across all processes: the due check is repeated under the lease."""
@@ -197,6 +207,24 @@ class ConsolidationEngine:
             holder = self.control.current_lease()
             raise RunInProgress(holder.run_id if holder else None, holder.task if holder else None)
         return run
+
+    @contextmanager
+    def _lease_alone(self, trigger: str) -> Iterator[Run]:
+        """Hold the run lease around work that is not a recorded run (repair, recovery)."""
+        run = self._leased_run([], dry_run=False, trigger=trigger)
+        try:
+            yield run
+        finally:
+            self.control.release_lease(run.id)
+
+    def _lease_keeper(self, run: Run) -> Heartbeat:
+        ttl = self.settings.consolidation_lease_seconds
+
+        def lost() -> None:
+            run.lease_lost = True
+
+        return Heartbeat(f"lease-{run.id[:8]}", ttl, lambda: self.control.renew_lease(run.id, run.current_task, ttl),
+                         lost)
 
     def _open_record(self, run: Run) -> None:
         try:
@@ -296,32 +324,6 @@ class ProgressWriter:
                 self.runs.update(self.run.id, {"progress": self.run.progress, "current_task": self.task})
             except Exception:  # progress is informative; losing one update must not fail the task
                 log.warning("consolidation could not write progress run=%s", self.run.id)
-
-
-class LeaseKeeper:
-    """Renews the run lease every third of its lifetime while a run executes."""
-
-    def __init__(self, control: ControlStore, run: Run, ttl: float):
-        self.control, self.run, self.ttl = control, run, ttl
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"lease-{run.id[:8]}", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self.ttl / 3):
-            try:
-                if not self.control.renew_lease(self.run.id, self.run.current_task, self.ttl):
-                    log.error("consolidation lost its run lease run=%s", self.run.id)
-                    self.run.lease_lost = True
-                    return
-            except Exception:  # a store hiccup: try again next time, the lease outlives a few misses
-                log.warning("consolidation could not renew its lease run=%s", self.run.id)
 
 
 def _public_run(run: dict[str, Any]) -> dict[str, Any]:

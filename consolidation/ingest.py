@@ -2,34 +2,27 @@
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from .embedding import Embedder
-from .errors import Conflict, InvalidInput, NotFound
+from .errors import Conflict, NotFound
+from .importing import ImportPlan, ImportReport, parse_lines, plan_import, read_jsonl, shift_times
 from .lifecycle import Lifecycle
-from .memory import NewMemory, import_id, parse_memory, parse_memory_id
+from .memory import MAX_COUNT, NewMemory, parse_memory, parse_memory_id
 from .settings import Settings
 from .stores import Stores
+from .stores.audit import AuditLog
 from .stores.falkor import chunked
 from .stores.vectors import VectorPoint, payload_of
-from .timeutil import parse_iso, to_iso, utc_now
+from .timeutil import to_iso, utc_now
 
 log = logging.getLogger(__name__)
 IMPORT_BATCH = 500
-MAX_REPORTED_ERRORS = 20
-TIME_FIELDS = ("timestamp", "last_accessed", "archived_at")
-
-
-@dataclass
-class ImportReport:
-    lines: int = 0
-    imported: int = 0
-    errors: list[dict[str, Any]] = field(default_factory=list)
 
 
 class MemoryService:
@@ -42,6 +35,7 @@ class MemoryService:
         self.embedder = embedder
         self.lifecycle = lifecycle
         self.clock = clock
+        self.audit = AuditLog(stores.graph.falkor)
 
     def create(self, body: Any) -> dict[str, Any]:
         memory = self._parse(body, importing=False)
@@ -49,7 +43,12 @@ class MemoryService:
         self.stores.ensure_ready()
         if self.stores.graph.existing_ids([memory_id]):
             raise Conflict(f"memory {memory_id} already exists")
-        self._write([memory])
+        tombstone = self.lifecycle.tombstones.open_states([memory_id]).get(memory_id)
+        if tombstone is not None:
+            raise Conflict(f"memory {memory_id} was forgotten ({tombstone['state']}); "
+                           f"POST /memory/{memory_id}/restore brings it back")
+        if memory_id not in self._write_new([memory]):
+            raise Conflict(f"memory {memory_id} already exists")
         return memory.properties
 
     def get(self, memory_id: str) -> dict[str, Any]:
@@ -61,7 +60,7 @@ class MemoryService:
 
     def record_access(self, memory_id: str) -> dict[str, Any]:
         self.stores.ensure_ready()
-        memory = self.stores.graph.record_access(parse_memory_id(memory_id), to_iso(self.clock()))
+        memory = self.stores.graph.record_access(parse_memory_id(memory_id), to_iso(self.clock()), MAX_COUNT)
         if memory is None:
             raise NotFound(f"memory {memory_id} does not exist")
         return memory
@@ -70,93 +69,91 @@ class MemoryService:
         self.stores.ensure_ready()
         return self.lifecycle.restore(parse_memory_id(memory_id), self.clock())
 
-    def import_lines(self, lines: Iterable[str], shift_to_now: bool = False) -> ImportReport:
-        """Validate every line first; write nothing unless all are valid, then write in batches.
-
-        With shift_to_now, every time in the file moves by the same amount so that the newest one becomes
-        now: a fixture keeps its shape (ages, gaps between uses) whenever it is loaded.
-        """
-        report = ImportReport()
-        bodies = []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            report.lines += 1
-            try:
-                bodies.append((number, _json_object(line)))
-            except InvalidInput as exc:
-                _add_error(report, number, exc)
+    def import_jsonl(self, data: bytes, *, shift_to_now: bool = False, overwrite: bool = False,
+                     dry_run: bool = False) -> ImportReport:
+        """Read and classify every line, then write all of them or none (see importing.py)."""
+        report = ImportReport(dry_run=dry_run)
+        bodies = read_jsonl(data, report)
         if shift_to_now and not report.errors:
-            _shift_times(report, bodies, self.clock())
-        memories = []
-        for number, body in bodies:
-            try:
-                memories.append(self._parse(body, importing=True))
-            except InvalidInput as exc:
-                _add_error(report, number, exc)
+            shift_times(bodies, self.clock(), report)
+        lines = parse_lines(bodies, lambda body: self._parse(body, importing=True), report)
         if report.errors:
             report.errors.sort(key=lambda error: error["line"])
             return report
         self.stores.ensure_ready()
-        for batch in chunked(memories, IMPORT_BATCH):
-            self._write(batch)
-            report.imported += len(batch)
+        ids = [line.id for line in lines]
+        stored = {m["id"]: m for m in self.stores.graph.get_memories(ids)}
+        tombstoned = self.lifecycle.tombstones.open_states([i for i in ids if i not in stored])
+        plan = plan_import(lines, stored, tombstoned, overwrite, report)
+        if report.conflicts or dry_run:
+            report.created, report.overwritten = len(plan.create), len(plan.overwrite)
+            return report
+        self._apply(plan, stored, report)
         return report
+
+    def _apply(self, plan: ImportPlan, stored: dict[str, dict[str, Any]], report: ImportReport) -> None:
+        """Write the plan; if a store fails half-way, undo what this import wrote, then raise."""
+        created: set[str] = set()
+        previous_vectors = dict(zip(*self.stores.vectors.vectors([line.id for line in plan.overwrite])))
+        try:
+            for batch in chunked(plan.create, IMPORT_BATCH):
+                created |= self._write_new([line.memory for line in batch])
+            for batch in chunked(plan.overwrite, IMPORT_BATCH):
+                self._replace([line.memory for line in batch])
+        except Exception:
+            self._undo(created, [stored[line.id] for line in plan.overwrite], previous_vectors)
+            raise
+        taken = [line for line in plan.create if line.id not in created]
+        for line in taken:  # created by someone else between our check and our write
+            report.conflicts.append({"line": line.number, "id": line.id, "reason": "created meanwhile by another request"})
+        report.created, report.overwritten = len(created), len(plan.overwrite)
+        now = to_iso(self.clock())
+        self.lifecycle.tombstones.mark_replaced([i for i in plan.replaces_tombstones if i in created], now)
+        if plan.overwrite or plan.replaces_tombstones:
+            overwritten = [line.id for line in plan.overwrite]
+            self.audit.record("import_overwrite", now, overwritten=overwritten[:1000], count=len(overwritten),
+                              replaced_tombstones=plan.replaces_tombstones[:1000])
+            log.warning("memory import overwrote memories count=%d replaced_tombstones=%d", len(overwritten),
+                        len(plan.replaces_tombstones))
+
+    def _undo(self, created: set[str], previous: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> None:
+        try:
+            self.stores.vectors.delete(sorted(created))
+            self.stores.graph.remove_memories(sorted(created))
+            self.stores.vectors.upsert([VectorPoint(m["id"], vectors[m["id"]], payload_of(m))
+                                        for m in previous if m["id"] in vectors])
+            self.stores.graph.replace_memories(previous)
+        except Exception:
+            log.exception("memory import could not undo a failed import created=%d overwritten=%d; "
+                          "POST /reconcile finds what is left", len(created), len(previous))
 
     def _parse(self, body: Any, importing: bool) -> NewMemory:
         return parse_memory(body, vector_size=self.settings.vector_size,
                             max_content_chars=self.settings.max_content_chars, now=self.clock(),
                             importing=importing)
 
-    def _write(self, memories: list[NewMemory]) -> None:
-        """Vectors first, then nodes; if the nodes fail, vectors of memories that did not exist are taken out."""
-        ids = [m.properties["id"] for m in memories]
-        existed = self.stores.graph.existing_ids(ids)
+    def _points(self, memories: list[NewMemory]) -> list[VectorPoint]:
+        """Each memory's vector: its own embedding, or the built-in embedder's of its content."""
         missing = [m for m in memories if m.embedding is None]
-        embedded = dict(zip((m.properties["id"] for m in missing),
-                            self.embedder.embed([m.properties["content"] for m in missing]))) if missing else {}
-        self.stores.vectors.upsert([
-            VectorPoint(m.properties["id"], embedded.get(m.properties["id"], m.embedding), payload_of(m.properties))
-            for m in memories
-        ])
+        embedded = iter(self.embedder.embed([m.properties["content"] for m in missing])) if missing else iter(())
+        return [VectorPoint(m.properties["id"], m.embedding if m.embedding is not None else next(embedded),
+                            payload_of(m.properties)) for m in memories]
+
+    def _write_new(self, memories: list[NewMemory]) -> set[str]:
+        """Vectors first, then nodes; a vector whose node was not created (failure, or a taken id) is taken out."""
+        points = self._points(memories)
+        existed = self.stores.graph.existing_ids([p.id for p in points])
+        points = [p for p in points if p.id not in existed]
+        self.stores.vectors.upsert(points)
         try:
-            self.stores.graph.upsert_memories([m.properties for m in memories])
+            created = self.stores.graph.create_memories(
+                [m.properties for m in memories if m.properties["id"] not in existed])
         except Exception:
-            self.stores.vectors.delete([memory_id for memory_id in ids if memory_id not in existed])
+            self.stores.vectors.delete([p.id for p in points])
             raise
+        self.stores.vectors.delete([p.id for p in points if p.id not in created])
+        return created
 
-
-def _json_object(line: str) -> dict[str, Any]:
-    """One JSONL line as an object, with the id it will have (derived from the line when it has none)."""
-    try:
-        body = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput("line", f"is not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(body, dict):
-        raise InvalidInput("line", "must be a JSON object")
-    if "id" not in body:
-        body["id"] = import_id(body)
-    return body
-
-
-def _add_error(report: ImportReport, line: int, exc: InvalidInput) -> None:
-    if len(report.errors) < MAX_REPORTED_ERRORS:
-        report.errors.append({"line": line, "field": exc.field, "detail": exc.reason})
-    else:
-        report.errors[-1] = {"line": line, "field": exc.field, "detail": "... and more invalid lines"}
-
-
-def _shift_times(report: ImportReport, bodies: list[tuple[int, dict[str, Any]]], now: datetime) -> None:
-    times = []
-    for number, body in bodies:
-        try:
-            times.extend(parse_iso(body[name]) for name in TIME_FIELDS if name == "timestamp" or body.get(name))
-        except (KeyError, TypeError, ValueError):
-            _add_error(report, number, InvalidInput("timestamp", "every line needs ISO-8601 times to shift them"))
-    if report.errors or not times:
-        return
-    delta = now - max(times)
-    for _, body in bodies:
-        for name in TIME_FIELDS:
-            if isinstance(body.get(name), str):
-                body[name] = to_iso(parse_iso(body[name]) + delta)
+    def _replace(self, memories: list[NewMemory]) -> None:
+        self.stores.vectors.upsert(self._points(memories))
+        self.stores.graph.replace_memories([m.properties for m in memories])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 import uuid
 from dataclasses import dataclass
@@ -13,11 +12,13 @@ import numpy as np
 
 from .errors import InvalidInput
 from .scoring import relevance_scores
-from .timeutil import SECONDS_PER_DAY, parse_iso, to_iso
+from .timeutil import SECONDS_PER_DAY, TimeOutOfRange, parse_iso, to_iso
 
 TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 MAX_TAGS, MAX_TAG_CHARS = 50, 100
 FUTURE_TOLERANCE = timedelta(days=1)
+# The largest whole number every JSON reader keeps exactly; far below int64, so adding uses to it cannot wrap.
+MAX_COUNT = 2**53 - 1
 # A stable namespace so that importing the same line twice gives the same id (imports are idempotent).
 IMPORT_NAMESPACE = uuid.UUID("6f1c1b8e-3a52-4b0e-9c57-2f4e7d1a9b33")
 API_FIELDS = frozenset({"id", "content", "type", "importance", "confidence", "tags", "timestamp", "last_accessed",
@@ -88,15 +89,21 @@ def parse_memory_id(value: str) -> str:
     return checked
 
 
-def _id(value: Any) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InvalidInput("id", "must be a UUID string")
+def parse_uuid(value: Any, field: str) -> str:
+    """A UUID in its canonical 36-character spelling (either case), returned in lower case."""
+    if not isinstance(value, str) or len(value) != 36:
+        raise InvalidInput(field, f"must be a UUID like 5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b, got {_shown(value)}")
     try:
-        return str(uuid.UUID(value))
+        parsed = str(uuid.UUID(value))
     except ValueError:
-        raise InvalidInput("id", f"must be a UUID, got {value[:64]!r}") from None
+        parsed = None
+    if parsed != value.lower():
+        raise InvalidInput(field, f"must be a UUID like 5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b, got {_shown(value)}")
+    return parsed
+
+
+def _id(value: Any) -> str | None:
+    return None if value is None else parse_uuid(value, "id")
 
 
 def import_id(body: dict[str, Any]) -> str:
@@ -125,17 +132,27 @@ def _fraction(body: dict, name: str, default: float) -> float:
     value = body.get(name, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise InvalidInput(name, "must be a number from 0 to 1")
-    if not 0.0 <= value <= 1.0:
-        raise InvalidInput(name, f"must be from 0 to 1, got {value}")
-    return float(value)
+    # Compared as given: a huge integer is never converted to a float (that would overflow, not refuse).
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise InvalidInput(name, f"must be a number from 0 to 1, got {_shown(value)}")
+    return graph_float(value)
+
+
+def graph_float(value: float) -> float:
+    """The number as FalkorDB reads it back: it stores doubles exactly but reports 15 significant digits, so
+    keeping those is what lets every later read return the value accepted."""
+    return float(f"{value:.15g}")
 
 
 def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidInput("access_count", "must be a whole number >= 0")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise InvalidInput("access_count", f"must be a whole number from 0 to {MAX_COUNT}, got {_shown(value)}")
     return value
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _flag(body: dict, name: str) -> bool:
@@ -169,6 +186,8 @@ def _time(body: dict, name: str, now: datetime) -> datetime | None:
         raise InvalidInput(name, "must be an ISO-8601 time string, e.g. 2026-01-31T12:00:00Z")
     try:
         moment = parse_iso(value)
+    except TimeOutOfRange as exc:
+        raise InvalidInput(name, f"{value[:64]!r}: {exc}") from None
     except ValueError:
         raise InvalidInput(name, f"is not an ISO-8601 time: {value[:64]!r}") from None
     if moment > now + FUTURE_TOLERANCE:
@@ -184,7 +203,20 @@ def _embedding(value: Any, vector_size: int) -> np.ndarray | None:
         raise InvalidInput("embedding", f"must be a list of {vector_size} numbers (VECTOR_SIZE), got {got}")
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
         raise InvalidInput("embedding", "must contain only numbers")
-    vector = np.asarray(value, dtype=np.float64)
-    if not np.all(np.isfinite(vector)) or not np.any(vector):
-        raise InvalidInput("embedding", "must be finite and not all zeros")
-    return vector.astype(np.float32)
+    try:
+        vector = np.asarray(value, dtype=np.float64)
+    except OverflowError:
+        raise InvalidInput("embedding", "holds a number beyond the float32 range") from None
+    # Vectors are stored as float32: a value that would become infinity, or round to zero, is refused rather
+    # than silently changed.
+    with np.errstate(over="ignore", under="ignore"):
+        stored = vector.astype(np.float32)
+    changed = ~np.isfinite(stored) | ((stored == 0) & (vector != 0))
+    if changed.any():
+        position = int(np.flatnonzero(changed)[0])
+        raise InvalidInput("embedding", f"value {position} ({_shown(value[position])}) is outside the float32 range")
+    if not np.any(vector):
+        raise InvalidInput("embedding", "must not be all zeros (it has no direction)")
+    # Normalised in float64: Qdrant's cosine distance keeps the unit vector, and a float32 norm of large values
+    # would overflow.
+    return (vector / np.linalg.norm(vector)).astype(np.float32)

@@ -50,7 +50,7 @@ class ConsolidationScheduler:
         try:
             self.engine.stores.ensure_ready()
             self.engine.flush_unrecorded()
-            self.engine.lifecycle.complete_pending()
+            self.engine.complete_interrupted_deletions()
             result = self.engine.run_due(now)
             self.last_error = None
             return result

@@ -10,6 +10,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 TASK_NAMES = ("decay", "creative", "cluster", "forget")
+TOKEN_FILE = "admin_token"
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 Seconds = Annotated[int, Field(ge=0)]
@@ -38,7 +39,8 @@ class Settings(BaseModel):
     data_dir: Path = Field(Path("./data"), description="a directory path")
 
     # Authentication. The admin token is required: without it the service would have to run open.
-    admin_api_token: SecretStr = Field(description="a non-empty secret of at least 16 characters")
+    admin_api_token: SecretStr = Field(
+        description="a secret of at least 16 characters (unset: the one in DATA_DIR/admin_token, if any)")
     api_token: SecretStr | None = Field(None, description="a secret for the memory endpoints, or empty")
 
     # Scheduler.
@@ -158,10 +160,22 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     environ = os.environ if environ is None else environ
     fields = Settings.model_fields
     values = {name.lower(): value for name, value in environ.items() if name.lower() in fields}
+    if not values.get("admin_api_token", "").strip():
+        token = _saved_token(Path(values.get("data_dir") or Settings.model_fields["data_dir"].default))
+        if token:
+            values["admin_api_token"] = token
     try:
         return Settings(**values)
     except ValidationError as exc:
         raise SettingsError(_explain(exc, values)) from None
+
+
+def _saved_token(data_dir: Path) -> str | None:
+    """The token `make run` keeps in DATA_DIR/admin_token, used when ADMIN_API_TOKEN is not set."""
+    try:
+        return (data_dir / TOKEN_FILE).read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _explain(exc: ValidationError, values: Mapping[str, str]) -> str:

@@ -10,6 +10,10 @@ import numpy as np
 SECONDS_PER_DAY = 86400.0
 
 
+class TimeOutOfRange(ValueError):
+    """A well-formed time that cannot be represented in UTC."""
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -20,11 +24,15 @@ def to_iso(moment: datetime) -> str:
 
 
 def parse_iso(text: str) -> datetime:
-    """Parse an ISO-8601 time; a time without an offset is taken as UTC. Raises ValueError."""
+    """Parse an ISO-8601 time; a time without an offset is taken as UTC. Raises ValueError, also for a time
+    whose UTC equivalent falls outside years 1..9999 (e.g. 0001-01-01T00:00:00+01:00)."""
     moment = datetime.fromisoformat(text.strip())
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise TimeOutOfRange("in UTC it falls outside years 1..9999") from None
 
 
 def epoch_seconds(texts: Iterable[str | None]) -> np.ndarray:

@@ -127,3 +127,19 @@ def metric_samples(text: str) -> dict[tuple, float]:
     """Every sample of a Prometheus text exposition, keyed by name and sorted labels."""
     return {(sample.name, tuple(sorted(sample.labels.items()))): sample.value
             for family in text_string_to_metric_families(text) for sample in family.samples}
+
+
+@pytest.fixture
+def serve():
+    """Serve apps over real HTTP on loopback (threads of this process); yields a function app -> base URL."""
+    from tests.loopback import LoopbackServer
+
+    servers = []
+
+    def start(app) -> str:
+        servers.append(LoopbackServer(app).start())
+        return servers[-1].url
+
+    yield start
+    for server in servers:
+        server.stop()

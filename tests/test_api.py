@@ -114,7 +114,9 @@ def test_unknown_routes_and_methods_answer_in_the_json_shape(client, auth):
     assert client.get("/nope").json["error"] == "not_found"
     response = client.get("/consolidate", headers=auth)
     assert response.status_code == 405 and response.json["error"] == "method_not_allowed"
-    assert client.get("/consolidate/runs/missing", headers=auth).status_code == 404
+    assert client.get("/consolidate/runs/5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b", headers=auth).status_code == 404
+    malformed = client.get("/consolidate/runs/missing", headers=auth)
+    assert malformed.status_code == 400 and malformed.json["field"] == "run_id"
 
 
 def test_an_oversized_body_is_413(tmp_path, clock, client_for):

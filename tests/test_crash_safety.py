@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -35,13 +36,17 @@ KILLER = textwrap.dedent("""
 
 def environment(data_dir):
     return {**os.environ, "ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(data_dir), "VECTOR_SIZE": "16",
-            "CONSOLIDATION_DELETE_THRESHOLD": "0.05", "PYTHONPATH": os.getcwd()}
+            "CONSOLIDATION_DELETE_THRESHOLD": "0.05", "CONSOLIDATION_LEASE_SECONDS": str(LEASE),
+            "PYTHONPATH": os.getcwd()}
+
+
+LEASE = 3
 
 
 @pytest.mark.parametrize("step", ["vector_delete", "tombstone_write"])
 def test_a_kill_mid_deletion_is_completed_by_the_next_tick(tmp_path, clock, step):
     data_dir = tmp_path / "data"
-    settings = make_settings(data_dir, consolidation_delete_threshold=0.05)
+    settings = make_settings(data_dir, consolidation_delete_threshold=0.05, consolidation_lease_seconds=LEASE)
     services = build_services(settings, clock=clock)
     doomed = add_memory(services, timestamp=days_ago(400), last_accessed=days_ago(400), importance=0.3)
     friend = add_memory(services, type="Decision")
@@ -59,6 +64,11 @@ def test_a_kill_mid_deletion_is_completed_by_the_next_tick(tmp_path, clock, step
         assert restarted.engine.lifecycle.tombstones.pending_ids() == [doomed]
         assert (vectors.payloads([doomed]) == {}) is (step == "vector_delete")
 
+        # The dead process still holds the run lease: a live forget would look just the same, so nothing is
+        # finished behind its back until the lease expires.
+        restarted.scheduler.run_once()
+        assert restarted.engine.lifecycle.tombstones.pending_ids() == [doomed]
+        time.sleep(LEASE + 0.5)
         restarted.scheduler.run_once()
 
         assert graph.get_memory(doomed) is None and vectors.payloads([doomed]) == {}

@@ -18,20 +18,22 @@ from falkordb import Graph
 
 from tests.conftest import TOKEN, metric_samples
 from tests.processes import AUTH, ROOT, FalkorServer, free_port, gunicorn, service_env, stop, wait_answering
+from tests.qdrant_rest import QdrantRestServer
 
 pytestmark = pytest.mark.timeout(180)
 
 
 class Fleet:
-    """Service processes sharing one FalkorDB server, each with its own embedded Qdrant; output is kept."""
+    """Service processes sharing one FalkorDB server and one Qdrant (REST) server; their output is kept."""
 
-    def __init__(self, tmp_path, falkordb: FalkorServer):
-        self.tmp_path, self.falkordb = tmp_path, falkordb
+    def __init__(self, tmp_path, falkordb: FalkorServer, qdrant: QdrantRestServer):
+        self.tmp_path, self.falkordb, self.qdrant = tmp_path, falkordb, qdrant
         self.processes: list[subprocess.Popen] = []
         self.outputs: list[str] = []
 
     def settings(self, **settings) -> dict[str, str]:
-        return {"FALKORDB_HOST": "127.0.0.1", "FALKORDB_PORT": str(self.falkordb.port), **settings}
+        return {"FALKORDB_HOST": "127.0.0.1", "FALKORDB_PORT": str(self.falkordb.port), "QDRANT_URL": self.qdrant.url,
+                **settings}
 
     def start(self, count: int, *args: str, healthy: bool = True, **settings) -> list[str]:
         started = []
@@ -58,8 +60,15 @@ def falkordb(tmp_path):
 
 
 @pytest.fixture
-def fleet(tmp_path, falkordb):
-    fleet = Fleet(tmp_path, falkordb)
+def qdrant():
+    server = QdrantRestServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fleet(tmp_path, falkordb, qdrant):
+    fleet = Fleet(tmp_path, falkordb, qdrant)
     yield fleet
     outputs = fleet.stop()
     # Every test here sends the token with each request: it must never reach a log line.
@@ -169,13 +178,12 @@ def follow(run_url: str, seconds: float = 60) -> list[dict]:
 # A process that takes the run lease and keeps renewing it, then is killed -9 by the test (as if it died mid-run).
 HOLDER = textwrap.dedent("""
     import time
-    from consolidation.engine import LeaseKeeper
     from consolidation.service import build_services
     from consolidation.settings import load_settings
 
     engine = build_services(load_settings()).engine
     run = engine.begin(["decay"], dry_run=False, trigger="manual")
-    LeaseKeeper(engine.control, run, engine.settings.consolidation_lease_seconds).start()
+    engine._lease_keeper(run).start()
     print(run.id, flush=True)
     time.sleep(600)
 """)

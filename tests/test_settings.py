@@ -53,9 +53,9 @@ def test_a_bad_value_names_the_variable_and_what_it_accepts(name, value, accepts
     assert f"{name}={value!r}" in message and accepts in message
 
 
-def test_the_admin_token_is_required_and_never_echoed():
+def test_the_admin_token_is_required_and_never_echoed(tmp_path):
     with pytest.raises(SettingsError, match="ADMIN_API_TOKEN is not set"):
-        load_settings({})
+        load_settings({"DATA_DIR": str(tmp_path)})
     with pytest.raises(SettingsError) as error:
         load_settings({"ADMIN_API_TOKEN": "short-secret"})
     assert "short-secret" not in str(error.value) and "at least 16 characters" in str(error.value)
@@ -70,3 +70,12 @@ def test_settings_are_frozen():
     settings = load_settings({"ADMIN_API_TOKEN": TOKEN})
     with pytest.raises(Exception):
         settings.vector_size = 12
+
+
+def test_without_the_variable_the_token_saved_in_the_data_dir_is_used(tmp_path):
+    (tmp_path / "admin_token").write_text(TOKEN + "\n")
+    assert load_settings({"DATA_DIR": str(tmp_path)}).admin_api_token.get_secret_value() == TOKEN
+    # The variable wins over the file; an empty variable counts as unset.
+    other = "another-admin-token-0123456789"
+    assert load_settings({"DATA_DIR": str(tmp_path), "ADMIN_API_TOKEN": other}).admin_api_token.get_secret_value() == other
+    assert load_settings({"DATA_DIR": str(tmp_path), "ADMIN_API_TOKEN": " "}).admin_api_token.get_secret_value() == TOKEN

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hmac
 
-from flask import request
+from flask import g, request
 
 from ..errors import Unauthorized
 from .context import services
@@ -46,9 +46,22 @@ def _check(admin_only: bool) -> None:
     if not admin_only and settings.api_token is not None:
         accepted.append(settings.api_token)
     # Compare against every accepted token, without stopping early, so timing says nothing about which matched.
-    matches = [hmac.compare_digest(given.encode(), token.get_secret_value().encode()) for token in accepted]
+    matches = [_same(given, token.get_secret_value()) for token in accepted]
     if not any(matches):
         raise Unauthorized("invalid token")
+    g.is_admin = matches[0]
+
+
+def is_admin() -> bool:
+    """Whether the current request carries the admin token (for routes that show admins more)."""
+    if "is_admin" not in g:
+        given = _presented_token()
+        g.is_admin = given is not None and _same(given, services().settings.admin_api_token.get_secret_value())
+    return g.is_admin
+
+
+def _same(given: str, token: str) -> bool:
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 def _presented_token() -> str | None:

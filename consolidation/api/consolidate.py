@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, url_for
 
 from ..errors import InvalidInput, NotFound
+from ..memory import parse_uuid
 from ..settings import TASK_NAMES
 from .auth import require_admin
 from .context import json_body, only_fields, services
@@ -17,11 +18,11 @@ ALL_TASKS = ("full", "all")
 @require_admin
 def consolidate():
     body = only_fields(json_body(required=False), {"task", "mode", "dry_run", "wait"})
-    tasks = _tasks(body)
-    dry_run = _flag(body, "dry_run")
+    # Every field is checked before begin() takes the run lease: a refused request must not hold it.
+    tasks, dry_run, wait = _tasks(body), _flag(body, "dry_run"), _flag(body, "wait")
     engine = services().engine
     run = engine.begin(tasks, dry_run, trigger="api")
-    if _flag(body, "wait"):
+    if wait:
         return jsonify(engine.execute(run)), 200
     engine.execute_in_background(run)
     return jsonify({
@@ -50,7 +51,7 @@ def status():
 @blueprint.get("/consolidate/runs/<run_id>")
 @require_admin
 def run_status(run_id: str):
-    run = services().engine.get_run(run_id)
+    run = services().engine.get_run(parse_uuid(run_id, "run_id"))
     if run is None:
         raise NotFound(f"no consolidation run {run_id} (runs beyond the newest 100 are not kept)")
     return jsonify(run)

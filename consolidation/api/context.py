@@ -7,6 +7,7 @@ from typing import Any
 from flask import current_app, request
 
 from ..errors import InvalidInput
+from ..json_input import parse_json
 from ..service import Services
 
 
@@ -16,16 +17,15 @@ def services() -> Services:
 
 
 def json_body(required: bool = True) -> Any:
-    """The request's JSON body; an empty body is {} when not required; anything unparsable is a 400."""
+    """The request's JSON body, read strictly (json_input); an empty body is {} when not required."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         if required:
             raise InvalidInput("body", "a JSON body is required")
         return {}
-    body = request.get_json(silent=True)
-    if body is None:
-        raise InvalidInput("body", "is not valid JSON (send Content-Type: application/json)")
-    return body
+    if not request.is_json:
+        raise InvalidInput("body", "must be JSON sent with Content-Type: application/json")
+    return parse_json(raw)
 
 
 def only_fields(body: Any, allowed: set[str]) -> dict[str, Any]:
@@ -35,3 +35,17 @@ def only_fields(body: Any, allowed: set[str]) -> dict[str, Any]:
     if unknown:
         raise InvalidInput(unknown[0], f"is not accepted here (accepted: {', '.join(sorted(allowed))})")
     return body
+
+
+def query_flags(allowed: set[str]) -> dict[str, bool]:
+    """Boolean query parameters (true/false/1/0, default false); any other parameter or value is a 400."""
+    unknown = sorted(set(request.args) - allowed)
+    if unknown:
+        raise InvalidInput(unknown[0], f"is not a query parameter here (accepted: {', '.join(sorted(allowed))})")
+    flags = {}
+    for name in allowed:
+        value = request.args.get(name, "false").lower()
+        if value not in ("true", "false", "1", "0"):
+            raise InvalidInput(name, "must be true or false")
+        flags[name] = value in ("true", "1")
+    return flags

@@ -1,9 +1,10 @@
-"""Liveness and store reachability, without authentication (for load balancers and compose healthchecks)."""
+"""Liveness and store reachability for load balancers, without a token; only the admin token sees why a store is down."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify
 
+from .auth import is_admin
 from .context import services
 
 blueprint = Blueprint("health", __name__)
@@ -14,6 +15,9 @@ def health():
     svc = services()
     stores = svc.stores.health()
     healthy = all(s["ok"] for s in stores.values())
+    if not is_admin():
+        # Unauthenticated callers learn which store is down, not its address or the error that names it.
+        stores = {name: {"ok": state["ok"]} for name, state in stores.items()}
     body = {
         "status": "ok" if healthy else "degraded",
         "stores": stores,

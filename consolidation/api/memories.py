@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
-from .auth import require_admin, require_token
-from .context import json_body, services
+from ..errors import Unauthorized
+from .auth import is_admin, require_admin, require_token
+from .context import json_body, query_flags, services
+from .errors import error_response
 
 blueprint = Blueprint("memories", __name__)
 
@@ -19,14 +21,19 @@ def create_memory():
 @blueprint.post("/memory/import")
 @require_token
 def import_memories():
-    """A JSONL body, one memory per line; all lines are checked before any is written."""
-    lines = request.get_data(as_text=True).splitlines()
-    shift = request.args.get("shift_to_now", "false").lower() in ("1", "true", "yes")
-    report = services().memories.import_lines(lines, shift_to_now=shift)
-    body = {"lines": report.lines, "imported": report.imported, "errors": report.errors}
+    """A JSONL body, one memory per line; every line is checked before any is written: all or nothing."""
+    flags = query_flags({"shift_to_now", "overwrite", "dry_run"})
+    if flags["overwrite"] and not is_admin():
+        raise Unauthorized("overwrite=true replaces stored memories; only the admin token may ask for it")
+    report = services().memories.import_jsonl(request.get_data(), **flags)
+    body = report.public()
     if report.errors:
-        return jsonify({"error": "invalid_input", "detail": f"{len(report.errors)} invalid line(s); nothing imported",
-                        **body}), 400
+        first = report.errors[0]
+        return error_response(400, "invalid_input", f"{len(report.errors)} invalid line(s), the first is line "
+                              f"{first['line']}; nothing imported", field=first["field"], **body)
+    if report.conflicts:
+        return error_response(409, "conflict", f"{len(report.conflicts)} line(s) conflict with stored or forgotten "
+                              "memories; nothing imported (an administrator may add ?overwrite=true)", **body)
     return jsonify(body)
 
 

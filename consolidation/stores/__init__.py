@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 from dataclasses import dataclass, field
 
-from ..errors import StoreUnavailable
+from ..errors import StoreMismatch, StoreUnavailable
+from ..heartbeat import Heartbeat
 from ..settings import Settings
+from .control import VectorBindingStore
 from .falkor import Falkor
 from .graph import GraphStore
 from .vectors import VectorStore
@@ -22,6 +26,7 @@ class Stores:
     graph: GraphStore
     vectors: VectorStore
     embedded: bool
+    binding: VectorBinding | None = None
     _ready: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -36,6 +41,8 @@ class Stores:
             ensure_collection = getattr(self.vectors, "ensure_collection", None)
             if ensure_collection:
                 ensure_collection()
+            if self.binding is not None:
+                self.binding.claim(on_lost=self.mark_stale)
             self._ready = True
 
     def mark_stale(self) -> None:
@@ -63,7 +70,8 @@ class Stores:
         return report
 
     def close(self) -> None:
-        for close in (self.vectors.close, self.graph.falkor.close):
+        closers = (self.binding.close,) if self.binding is not None else ()
+        for close in (*closers, self.vectors.close, self.graph.falkor.close):
             try:
                 close()
             except Exception:  # closing is best effort: one failing store must not keep the other open
@@ -80,9 +88,56 @@ def open_stores(settings: Settings) -> Stores:
     except Exception:
         vectors.close()
         raise
-    stores = Stores(GraphStore(falkor), vectors, embedded=settings.uses_embedded_store)
-    stores.try_ready()
+    binding = None
+    if settings.falkordb_host and not settings.qdrant_url:
+        binding = VectorBinding(falkor, vectors.store_id, settings.consolidation_lease_seconds)
+    stores = Stores(GraphStore(falkor), vectors, embedded=settings.uses_embedded_store, binding=binding)
+    try:
+        stores.try_ready()
+    except StoreMismatch:
+        stores.close()
+        raise
     return stores
+
+
+class VectorBinding:
+    """This process's claim that a FalkorDB server's graph is paired with its own embedded Qdrant.
+
+    Two processes sharing a graph must share the vector store too; a second process that brings its own
+    embedded Qdrant is refused (StoreMismatch) before it writes anything. The claim is renewed while the
+    process runs and expires on its own if it dies, so a restart elsewhere waits at most one lease.
+    """
+
+    def __init__(self, falkor: Falkor, store_id: str, ttl: float):
+        self.claims = VectorBindingStore(falkor)
+        self.graph_name = falkor.graph_name
+        self.store_id, self.ttl = store_id, ttl
+        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+        self._heartbeat: Heartbeat | None = None
+
+    def claim(self, on_lost) -> None:
+        other = self.claims.claim(self.store_id, self.holder, self.ttl)
+        if other is not None:
+            raise StoreMismatch(
+                f"another process ({other}) uses FalkorDB graph {self.graph_name!r} with its own embedded Qdrant; "
+                "processes that share a graph must share the vector store: set QDRANT_URL to one Qdrant server "
+                f"for all of them (or give each its own FALKORDB_GRAPH). A process that died frees the graph "
+                f"within {self.ttl:g} s."
+            )
+        if self._heartbeat is None:
+            def lost() -> None:
+                self._heartbeat = None
+                on_lost()  # the next use of the stores claims again, and is refused if another process took over
+
+            self._heartbeat = Heartbeat("vector-binding", self.ttl,
+                                        lambda: self.claims.renew(self.store_id, self.ttl), lost)
+            self._heartbeat.start()
+
+    def close(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.stop()
+            self._heartbeat = None
+            self.claims.release(self.store_id)
 
 
 def _open_vectors(settings: Settings) -> VectorStore:

@@ -55,37 +55,20 @@ class ControlStore:
             {"history": json.dumps(history), "ran_at": entry["ran_at"]},
         )
 
-    # --- the lease: a compare-and-set on the control node (FalkorDB runs write queries one at a time). -------
-    # Times are the FalkorDB server's own clock (timestamp(), in ms), so replicas with skewed clocks agree
-    # on when a lease expires.
+    # --- the lease: who may run consolidation now -------------------------------------------------------
 
     def acquire_lease(self, holder: str, run_id: str, task: str | None, ttl: float) -> Lease | None:
         """Take the lease if it is free, expired, or already ours; None if someone else holds it."""
         self.ensure()
-        rows = self.falkor.execute(
-            f"MATCH {CONTROL} WITH c, timestamp() / 1000.0 AS now "
-            "WHERE c.lease_expires_at IS NULL OR c.lease_expires_at < now OR c.lease_run_id = $run_id "
-            "SET c.lease_holder = $holder, c.lease_run_id = $run_id, c.lease_task = $task, "
-            "c.lease_expires_at = now + $ttl RETURN c.lease_expires_at",
-            {"holder": holder, "run_id": run_id, "task": task, "ttl": float(ttl)},
-        )
-        return Lease(holder, run_id, task, float(rows[0][0])) if rows else None
+        expires_at = LEASE.take(self.falkor, run_id, ttl, holder=holder, task=task)
+        return Lease(holder, run_id, task, expires_at) if expires_at is not None else None
 
     def renew_lease(self, run_id: str, task: str | None, ttl: float) -> bool:
         """Extend our lease (and say which task runs now); False if it was lost to another holder."""
-        rows = self.falkor.execute(
-            f"MATCH {CONTROL} WHERE c.lease_run_id = $run_id "
-            "SET c.lease_expires_at = timestamp() / 1000.0 + $ttl, c.lease_task = $task RETURN c.lease_run_id",
-            {"run_id": run_id, "task": task, "ttl": float(ttl)},
-        )
-        return bool(rows)
+        return LEASE.renew(self.falkor, run_id, ttl, task=task)
 
     def release_lease(self, run_id: str) -> None:
-        self.falkor.execute(
-            f"MATCH {CONTROL} WHERE c.lease_run_id = $run_id "
-            "SET c.lease_holder = null, c.lease_run_id = null, c.lease_task = null, c.lease_expires_at = null",
-            {"run_id": run_id},
-        )
+        LEASE.release(self.falkor, run_id)
 
     def current_lease(self) -> Lease | None:
         """The lease if someone holds it and it has not expired."""
@@ -95,6 +78,73 @@ class ControlStore:
             read_only=True,
         )
         return Lease(*rows[0]) if rows else None
+
+
+class VectorBindingStore:
+    """Which embedded vector store the graph is paired with, claimed like the lease.
+
+    A graph on a FalkorDB server can be reached by several processes; if each brings its own embedded Qdrant,
+    their vector stores drift apart (one's forget leaves the other's vectors orphaned). The claim makes a
+    second such process visible before it writes anything.
+    """
+
+    def __init__(self, falkor: Falkor):
+        self.falkor = falkor
+
+    def claim(self, store_id: str, holder: str, ttl: float) -> str | None:
+        """Claim the graph for this vector store; None if claimed, else the holder of the live claim."""
+        ControlStore(self.falkor).ensure()
+        if BINDING.take(self.falkor, store_id, ttl, holder=holder) is not None:
+            return None
+        rows = self.falkor.execute(f"MATCH {CONTROL} RETURN c.vectors_holder", read_only=True)
+        return str(rows[0][0]) if rows else "another process"
+
+    def renew(self, store_id: str, ttl: float) -> bool:
+        return BINDING.renew(self.falkor, store_id, ttl)
+
+    def release(self, store_id: str) -> None:
+        BINDING.release(self.falkor, store_id)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A compare-and-set claim on the control node: `<prefix>_<key>` names its owner, `<prefix>_expires_at`
+    ends it unless renewed. FalkorDB runs write queries one at a time, so taking it is atomic; times are the
+    server's own clock (timestamp(), in ms), so processes with skewed clocks agree on when a claim expires."""
+
+    prefix: str
+    key: str
+    fields: tuple[str, ...]
+
+    def take(self, falkor: Falkor, owner: str, ttl: float, **values: Any) -> float | None:
+        """Take the claim if free, expired or already the owner's; its expiry (epoch seconds) or None."""
+        p = self.prefix
+        assigned = ", ".join(f"c.{p}_{name} = ${name}" for name in self.fields)
+        rows = falkor.execute(
+            f"MATCH {CONTROL} WITH c, timestamp() / 1000.0 AS now "
+            f"WHERE c.{p}_expires_at IS NULL OR c.{p}_expires_at < now OR c.{p}_{self.key} = $owner "
+            f"SET c.{p}_{self.key} = $owner, {assigned}, c.{p}_expires_at = now + $ttl RETURN c.{p}_expires_at",
+            {**{name: values.get(name) for name in self.fields}, "owner": owner, "ttl": float(ttl)},
+        )
+        return float(rows[0][0]) if rows else None
+
+    def renew(self, falkor: Falkor, owner: str, ttl: float, **values: Any) -> bool:
+        """Extend the owner's claim (updating any of its fields); False if it was lost."""
+        assigned = "".join(f", c.{self.prefix}_{name} = ${name}" for name in values)
+        rows = falkor.execute(
+            f"MATCH {CONTROL} WHERE c.{self.prefix}_{self.key} = $owner "
+            f"SET c.{self.prefix}_expires_at = timestamp() / 1000.0 + $ttl{assigned} RETURN c.{self.prefix}_{self.key}",
+            {**values, "owner": owner, "ttl": float(ttl)},
+        )
+        return bool(rows)
+
+    def release(self, falkor: Falkor, owner: str) -> None:
+        cleared = ", ".join(f"c.{self.prefix}_{name} = null" for name in (self.key, *self.fields, "expires_at"))
+        falkor.execute(f"MATCH {CONTROL} WHERE c.{self.prefix}_{self.key} = $owner SET {cleared}", {"owner": owner})
+
+
+LEASE = Claim("lease", "run_id", ("holder", "task"))
+BINDING = Claim("vectors", "store_id", ("holder",))
 
 
 def _decode_history(raw: Any) -> list[dict[str, Any]]:

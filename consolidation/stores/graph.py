@@ -85,6 +85,27 @@ class GraphStore:
             "UNWIND $rows AS row MERGE (m:Memory {id: row.id}) SET m += row", list(memories), chunk=500
         )
 
+    def create_memories(self, memories: Sequence[dict[str, Any]]) -> set[str]:
+        """Create memories whose id is not taken yet (an existing one is never touched); returns the created ids."""
+        created: set[str] = set()
+        for part in chunked(list(memories), 500):
+            rows = self.falkor.execute(
+                "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.id}) WITH row WHERE e IS NULL "
+                "CREATE (m:Memory) SET m = row RETURN m.id",
+                {"rows": list(part)},
+            )
+            created.update(row[0] for row in rows)
+        return created
+
+    def replace_memories(self, memories: Sequence[dict[str, Any]]) -> None:
+        """Replace every property of existing memories (their edges stay)."""
+        self.falkor.write_chunks("UNWIND $rows AS row MATCH (m:Memory {id: row.id}) SET m = row", list(memories),
+                                 chunk=500)
+
+    def remove_memories(self, ids: Sequence[str]) -> None:
+        """Remove nodes outright (undoing a write that failed half-way; forgetting goes through tombstones)."""
+        self.falkor.write_chunks("UNWIND $rows AS id MATCH (m:Memory {id: id}) DETACH DELETE m", list(ids))
+
     def get_memory(self, memory_id: str) -> dict[str, Any] | None:
         found = self.get_memories([memory_id])
         return found[0] if found else None
@@ -105,11 +126,13 @@ class GraphStore:
                                    read_only=True)
         return {row[0] for row in rows}
 
-    def record_access(self, memory_id: str, accessed_at: str) -> dict[str, Any] | None:
+    def record_access(self, memory_id: str, accessed_at: str, most_uses: int) -> dict[str, Any] | None:
+        """One more use (the count stops at `most_uses`, so it can never wrap), and when."""
         rows = self.falkor.records(
-            "MATCH (m:Memory {id: $id}) SET m.last_accessed = $at, m.access_count = coalesce(m.access_count, 0) + 1 "
-            "RETURN properties(m)",
-            {"id": memory_id, "at": accessed_at},
+            "MATCH (m:Memory {id: $id}) SET m.last_accessed = $at, "
+            "m.access_count = CASE WHEN coalesce(m.access_count, 0) < $most THEN coalesce(m.access_count, 0) + 1 "
+            "ELSE m.access_count END RETURN properties(m)",
+            {"id": memory_id, "at": accessed_at, "most": most_uses},
         )
         return dict(rows[0][0]) if rows else None
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -33,6 +34,7 @@ class EdgeVectorStore:
         self.directory = directory
         self._cache_file = directory.parent / f"{directory.name}.vectors.npz"
         self._shard, created = _open_shard(directory, vector_size)
+        self.store_id = _store_id(directory.parent / f"{directory.name}.store_id")
         # Writes and cache updates happen together under this lock, so the copy never drifts from the shard.
         self._lock = threading.RLock()
         if created:
@@ -149,6 +151,16 @@ class EdgeVectorStore:
             if self._shard is None:
                 raise StoreUnavailable("vectors", "the embedded Qdrant is closed")
             self._shard.update(operation)
+
+
+def _store_id(path: Path) -> str:
+    """A lasting name for this shard, so the graph can tell one process's embedded store from another's."""
+    try:
+        return str(uuid.UUID(path.read_text().strip()))
+    except (OSError, ValueError):
+        store_id = str(uuid.uuid4())
+        path.write_text(store_id + "\n")
+        return store_id
 
 
 def _open_shard(directory: Path, vector_size: int):

@@ -61,6 +61,29 @@ class TombstoneStore:
         )
         return [row[0] for row in rows]
 
+    def open_states(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """For each of these memory ids with a pending or deleted tombstone: its state and deletion time."""
+        rows = self.falkor.execute(
+            "UNWIND $ids AS id MATCH (t:Tombstone {memory_id: id}) WHERE t.state IN ['pending', 'deleted'] "
+            "RETURN t.memory_id, t.state, t.deleted_at",
+            {"ids": list(ids)},
+            read_only=True,
+        )
+        states: dict[str, dict[str, Any]] = {}
+        for memory_id, state, deleted_at in rows:
+            if states.get(memory_id, {}).get("state") != "pending":  # pending wins: the deletion is under way
+                states[memory_id] = {"state": state, "deleted_at": deleted_at}
+        return states
+
+    def mark_replaced(self, memory_ids: Sequence[str], replaced_at: str) -> None:
+        """Deleted memories an administrator imported anew: their tombstones no longer stand for them."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS id MATCH (t:Tombstone {memory_id: id}) WHERE t.state = 'deleted' "
+            "SET t.state = 'replaced', t.replaced_at = $at",
+            list(memory_ids),
+            at=replaced_at,
+        )
+
     def latest_deleted(self, memory_id: str) -> dict[str, Any] | None:
         rows = self.falkor.records(
             "MATCH (t:Tombstone {memory_id: $id}) WHERE t.state = 'deleted' "

@@ -1,0 +1,152 @@
+"""The CLI's side of a running service: import in checked chunks and run consolidation over HTTP."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from .errors import ServiceError
+
+CHUNK_LINES = 2000
+CHUNK_BYTES = 4 * 1024 * 1024
+POLL_SECONDS = 0.5
+
+
+class RemoteError(ServiceError):
+    """The service refused a request or could not be reached."""
+
+
+class RemoteService:
+    def __init__(self, url: str, token: str, timeout: float = 300):
+        self.client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout,
+                                   headers={"Authorization": f"Bearer {token}"})
+
+    def close(self) -> None:
+        self.client.close()
+
+    def memory_count(self) -> int:
+        return self._json("GET", "/consolidate/status")["store_counts"]["graph_memories"]
+
+    def import_jsonl(self, data: bytes, *, shift_to_now: bool, overwrite: bool, dry_run: bool) -> dict[str, Any]:
+        """All or nothing across chunks: every chunk is checked (a dry run) before the first one is written.
+
+        Only a failure of the service itself between chunks can leave part of a file written; the report then
+        says exactly how many lines were written and where it stopped.
+        """
+        chunks = split_chunks(data)
+        if shift_to_now and len(chunks) > 1:
+            raise RemoteError(f"--shift-to-now with --url takes one request: at most {CHUNK_LINES} lines, "
+                              f"{CHUNK_BYTES // 2**20} MB")
+        checked = _merged([self._import(chunk, first, shift_to_now, overwrite, True) for first, chunk in chunks])
+        if len(chunks) > 1:
+            reported = {error["line"] for error in checked["errors"]}
+            checked["errors"] += [error for error in _repeated_ids(data) if error["line"] not in reported]
+        if dry_run or checked["errors"] or checked["conflicts"]:
+            return checked
+        written = []
+        for first, chunk in chunks:
+            report = self._import(chunk, first, shift_to_now, overwrite, False)
+            written.append(report)
+            if report["errors"] or report["conflicts"]:
+                merged = _merged(written)
+                merged["stopped_at_line"] = first
+                return merged
+        return _merged(written)
+
+    def consolidate(self, tasks: list[str] | None, dry_run: bool, progress: Callable[[dict], None]) -> dict[str, Any]:
+        """Start a run (202) and follow it until it ends; the run's record is the result."""
+        body: dict[str, Any] = {"dry_run": dry_run}
+        if tasks:
+            body["task"] = tasks[0]
+        started = self._json("POST", "/consolidate", json=body)
+        while True:
+            run = self._json("GET", started["status_url"])
+            if run.get("state") != "running":
+                return run
+            progress(run)
+            time.sleep(POLL_SECONDS)
+
+    def _import(self, chunk: bytes, first: int, shift_to_now: bool, overwrite: bool, dry_run: bool) -> dict:
+        params = {"shift_to_now": _flag(shift_to_now), "overwrite": _flag(overwrite), "dry_run": _flag(dry_run)}
+        reply = self._request("POST", "/memory/import", content=chunk, params=params,
+                              headers={"Content-Type": "application/x-ndjson"})
+        body = _body(reply)
+        if reply.status_code not in (200, 400, 409) or "lines" not in body:
+            raise RemoteError(_describe(reply, body))
+        for entry in body["errors"] + body["conflicts"] + body["skipped_lines"]:
+            entry["line"] += first - 1
+        return body
+
+    def _json(self, method: str, path: str, **kwargs) -> dict[str, Any]:
+        reply = self._request(method, path, **kwargs)
+        body = _body(reply)
+        if reply.status_code >= 300:
+            raise RemoteError(_describe(reply, body))
+        return body
+
+    def _request(self, method: str, path: str, **kwargs) -> httpx.Response:
+        try:
+            return self.client.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise RemoteError(f"cannot reach the service at {self.client.base_url}: {exc}") from None
+
+
+def split_chunks(data: bytes) -> list[tuple[int, bytes]]:
+    """The file in chunks of whole lines, each with the number of its first line."""
+    lines = data.split(b"\n")
+    chunks, start, size = [], 0, 0
+    for index, line in enumerate(lines):
+        if index > start and (index - start >= CHUNK_LINES or size + len(line) > CHUNK_BYTES):
+            chunks.append((start + 1, b"\n".join(lines[start:index])))
+            start, size = index, 0
+        size += len(line) + 1
+    chunks.append((start + 1, b"\n".join(lines[start:])))
+    return chunks
+
+
+def _repeated_ids(data: bytes) -> list[dict[str, Any]]:
+    """An explicit id on two lines that differ (the service checks this within one request, not across them)."""
+    seen: dict[str, tuple[int, bytes]] = {}
+    errors = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        try:
+            memory_id = json.loads(line).get("id")
+        except (ValueError, AttributeError):
+            continue
+        if not isinstance(memory_id, str):
+            continue
+        earlier = seen.setdefault(memory_id.lower(), (number, line.strip()))
+        if earlier[0] != number and earlier[1] != line.strip():
+            errors.append({"line": number, "field": "id", "detail": f"line {earlier[0]} has this id with other fields"})
+    return errors
+
+
+def _merged(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {"lines": 0, "created": 0, "overwritten": 0, "imported": 0, "skipped": 0,
+                              "skipped_lines": [], "conflicts": [], "errors": []}
+    for report in reports:
+        for key in ("lines", "created", "overwritten", "imported", "skipped"):
+            merged[key] += report[key]
+        for key in ("skipped_lines", "conflicts", "errors"):
+            merged[key] += report[key]
+    return merged
+
+
+def _body(reply: httpx.Response) -> dict[str, Any]:
+    try:
+        body = reply.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _describe(reply: httpx.Response, body: dict[str, Any]) -> str:
+    return f"the service answered {reply.status_code}: {body.get('detail') or reply.text[:200]}"
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"

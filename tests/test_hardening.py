@@ -1,0 +1,349 @@
+"""Issue 13's reproductions, each against the real stores: no lease leak, imports that cannot overwrite,
+hostile input answered with a 400 naming the field, no silent value changes, unsafe setups refused."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from consolidation.cli import main as cli
+from consolidation.errors import StoreMismatch, StoreUnavailable
+from consolidation.memory import MAX_COUNT
+from consolidation.service import build_services
+from tests.conftest import TOKEN, add_memory, days_ago, make_settings
+
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "memories.jsonl"
+JSON = {"Content-Type": "application/json"}
+MEMORY_ID = "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b"
+
+
+# --- a refused request takes no lease ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("body", [{"wait": "yes"}, {"task": "decay", "wait": 1}, {"dry_run": True, "wait": None}])
+def test_a_refused_consolidate_request_takes_no_lease_and_records_no_run(client, auth, services, body):
+    assert client.post("/consolidate", json=body, headers=auth).status_code == 400
+    assert services.engine.control.current_lease() is None
+    assert services.stores.graph.falkor.execute("MATCH (r:ConsolidationRun) RETURN count(r)")[0][0] == 0
+    assert client.post("/consolidate", json={"task": "decay", "wait": True}, headers=auth).status_code == 200
+
+
+# --- imports create; they never overwrite or resurrect behind anyone's back ----------------------------------
+
+def test_reimporting_the_sample_changes_no_stored_memory(services, clock):
+    assert services.memories.import_jsonl(SAMPLE.read_bytes(), shift_to_now=True).created == 33
+    graph = services.stores.graph
+    some = sorted(graph.all_memory_ids())[:3]
+    clock.advance(days=2)
+    services.memories.record_access(some[0])
+    graph.archive([some[1]], clock().isoformat())
+    graph.falkor.execute("MATCH (m:Memory {id: $id}) SET m.protected = true, m.protected_reason = 'admin'",
+                         {"id": some[2]})
+    before = {m["id"]: m for m in graph.get_memories(graph.all_memory_ids())}
+
+    again = services.memories.import_jsonl(SAMPLE.read_bytes(), shift_to_now=True)
+
+    assert (again.created, again.overwritten, len(again.skipped), again.conflicts) == (0, 0, 33, [])
+    assert {m["id"]: m for m in graph.get_memories(graph.all_memory_ids())} == before
+    assert before[some[0]]["access_count"] >= 1 and before[some[1]]["archived"] and before[some[2]]["protected"]
+
+
+def test_a_line_with_a_taken_id_and_other_content_is_a_conflict_and_nothing_is_written(client, auth, services):
+    add_memory(services, id=MEMORY_ID, content="the stored memory")
+    body = "\n".join([json.dumps({"content": "a new one"}), json.dumps({"id": MEMORY_ID, "content": "not the same"})])
+    answer = client.post("/memory/import", data=body, headers=auth)
+    assert answer.status_code == 409 and answer.json["error"] == "conflict"
+    assert answer.json["conflicts"] == [{"line": 2, "id": MEMORY_ID,
+                                         "reason": "a memory with other content is stored under this id"}]
+    assert answer.json["created"] == 1  # what it would have done; nothing was written
+    assert services.stores.graph.count_memories() == 1 and services.stores.vectors.count() == 1
+    assert services.stores.graph.get_memory(MEMORY_ID)["content"] == "the stored memory"
+
+
+def test_a_meta_pattern_cannot_be_replaced_by_an_import_with_either_token(tmp_path, clock, client_for):
+    services = build_services(make_settings(tmp_path / "d", api_token="agent-token-abcdefgh"), clock=clock)
+    try:
+        client = client_for(services)
+        add_memory(services, id=MEMORY_ID, type="MetaPattern", content="summary of a cluster")
+        line = json.dumps({"id": MEMORY_ID, "content": "replaced summary"})
+        agent = {"Authorization": "Bearer agent-token-abcdefgh"}
+        assert client.post("/memory/import", data=line, headers=agent).status_code == 409
+        assert client.post("/memory/import?overwrite=true", data=line, headers=agent).status_code == 401
+        overwrite = client.post("/memory/import?overwrite=true", data=line, headers=client.auth)
+        assert overwrite.status_code == 409 and "MetaPattern" in overwrite.json["conflicts"][0]["reason"]
+        assert services.stores.graph.get_memory(MEMORY_ID)["content"] == "summary of a cluster"
+    finally:
+        services.close()
+
+
+def forgotten(services, clock) -> str:
+    memory_id = add_memory(services, id=MEMORY_ID, content="an old fact", timestamp=days_ago(400),
+                           last_accessed=days_ago(400))
+    services.engine.lifecycle.delete({memory_id: "test"}, clock())
+    return memory_id
+
+
+def test_a_forgotten_memory_is_not_brought_back_by_an_import(client, auth, services, clock):
+    memory_id = forgotten(services, clock)
+    line = json.dumps({"id": memory_id, "content": "an old fact"})
+    answer = client.post("/memory/import", data=line, headers=auth)
+    assert answer.status_code == 409 and f"/memory/{memory_id}/restore" in answer.json["conflicts"][0]["reason"]
+    assert client.post("/memory", json={"id": memory_id, "content": "an old fact"}, headers=auth).status_code == 409
+    assert services.stores.graph.get_memory(memory_id) is None
+    assert services.engine.lifecycle.tombstones.latest_deleted(memory_id) is not None
+    assert client.post(f"/memory/{memory_id}/restore", headers=auth).status_code == 200
+
+
+def test_an_admin_overwrite_replaces_is_audited_and_retires_the_tombstone(client, auth, services, clock):
+    memory_id = forgotten(services, clock)
+    other = add_memory(services, content="before", access_count=7)
+    body = "\n".join([json.dumps({"id": memory_id, "content": "an old fact, imported again"}),
+                      json.dumps({"id": other, "content": "after"})])
+    answer = client.post("/memory/import?overwrite=true", data=body, headers=auth)
+    assert answer.status_code == 200, answer.json
+    assert (answer.json["created"], answer.json["overwritten"]) == (1, 1)
+    replaced = services.stores.graph.get_memory(other)
+    assert replaced["content"] == "after" and replaced["access_count"] == 0
+    assert services.engine.lifecycle.tombstones.latest_deleted(memory_id) is None  # no longer stands for it
+    assert client.post(f"/memory/{memory_id}/restore", headers=auth).status_code == 409
+    [entry] = services.memories.audit.recent()
+    assert entry["action"] == "import_overwrite" and entry["details"]["overwritten"] == [other]
+    assert entry["details"]["replaced_tombstones"] == [memory_id]
+
+
+def test_two_lines_with_one_id_are_refused_unless_they_say_the_same(services):
+    same = json.dumps({"id": MEMORY_ID, "content": "one"})
+    report = services.memories.import_jsonl(f"{same}\n{same}".encode())
+    assert (report.created, report.skipped) == (1, [{"line": 2, "id": MEMORY_ID, "reason": "repeats line 1"}])
+    other = json.dumps({"id": str(uuid.uuid4()), "content": "two"})
+    clash = json.dumps({"id": json.loads(other)["id"], "content": "three"})
+    report = services.memories.import_jsonl(f"{other}\n{clash}".encode())
+    assert report.created == 0 and report.errors[0]["line"] == 2 and report.errors[0]["field"] == "id"
+    assert services.stores.graph.count_memories() == 1
+
+
+def test_an_import_that_fails_half_way_leaves_nothing_behind(services, monkeypatch):
+    # The fault (a store failing on the second batch) is injected: the real store cannot be made to fail on cue.
+    real = services.stores.graph.create_memories
+    calls = []
+
+    def second_batch_fails(memories):
+        calls.append(len(memories))
+        if len(calls) == 2:
+            raise StoreUnavailable("graph", "injected failure")
+        return real(memories)
+
+    monkeypatch.setattr(services.stores.graph, "create_memories", second_batch_fails)
+    keep = add_memory(services, content="kept as it was", access_count=3)
+    lines = [json.dumps({"content": f"memory {i}"}) for i in range(700)]
+    lines.append(json.dumps({"id": keep, "content": "overwritten"}))
+    with pytest.raises(StoreUnavailable):
+        services.memories.import_jsonl("\n".join(lines).encode(), overwrite=True)
+    assert calls == [500, 200]
+    assert services.stores.graph.count_memories() == 1 and services.stores.vectors.count() == 1
+    assert services.stores.graph.get_memory(keep)["content"] == "kept as it was"
+
+
+# --- hostile input: a 400 naming the field, never a 500 ------------------------------------------------------
+
+DEEP = '{"tags": ' + "[" * 5000 + "]" * 5000 + ', "content": "x"}'
+HUGE = "1" + "0" * 400
+
+
+@pytest.mark.parametrize("path, body, field", [
+    ("/memory", DEEP, "body"),
+    ("/consolidate", '{"task": ' + "[" * 6000 + "]" * 6000 + "}", "body"),
+    ("/memory", '{"content": "x", "timestamp": "0001-01-01T00:00:00+01:00"}', "timestamp"),
+    ("/memory", '{"content": "x", "timestamp": "9999-12-31T23:59:59-01:00"}', "timestamp"),
+    ("/memory", '{"content": "x", "last_accessed": "0001-01-01T00:30:00+01:00"}', "last_accessed"),
+    ("/memory", '{"content": "x", "importance": ' + HUGE + "}", "importance"),
+    ("/memory", '{"content": "x", "embedding": [' + HUGE + ", 1" * 15 + "]}", "embedding"),
+    ("/memory", '{"content": "x", "confidence": 1e400}', "confidence"),
+    ("/memory", '{"content": "a\\ud800b"}', "content"),
+    ("/memory", '{"content": "x", "tags": ["ok", "\\udfff"]}', "tags"),
+    ("/memory", '{"content": "a\\u0000b"}', "content"),
+    ("/memory", '{"content": "x", "protected_reason": "\\u0000"}', "protected_reason"),
+    ("/memory", '{"content": "x", "access_count": 9223372036854775808}', "access_count"),
+    ("/memory", '{"content": "x", "access_count": ' + str(MAX_COUNT + 1) + "}", "access_count"),
+    ("/memory", '{"content": "x", "embedding": [1e39' + ", 0" * 15 + "]}", "embedding"),
+    ("/memory", '{"content": "x", "embedding": [1e-46' + ", 1e-46" * 15 + "]}", "embedding"),
+    ("/memory", '{"content": "x", "importance": NaN}', "body"),
+    ("/memory", '{"\\ud800": 1, "content": "x"}', "body"),
+])
+def test_hostile_bodies_are_400s_naming_the_field(client, auth, services, path, body, field):
+    answer = client.post(path, data=body.encode("utf-8", "surrogatepass"), headers={**auth, **JSON})
+    assert answer.status_code == 400, answer.json
+    assert answer.json["error"] == "invalid_input" and answer.json["field"] == field and answer.json["detail"]
+    assert services.stores.graph.count_memories() == 0 and services.engine.control.current_lease() is None
+
+
+@pytest.mark.parametrize("line, field", [
+    ('{"content": "x", "access_count": 1' + "0" * 4400 + "}", "line"),
+    ('{"content": "x", "tags": ' + "[" * 5000 + "]" * 5000 + "}", "line"),
+    ('{"content": "a\\ud800"}', "content"),
+    ('{"content": "a\\u0000"}', "content"),
+    ('{"content": "x", "timestamp": "0001-01-01T00:00:00+01:00"}', "timestamp"),
+])
+def test_hostile_import_lines_are_400s_naming_line_and_field(client, auth, services, line, field):
+    body = json.dumps({"content": "fine"}) + "\n" + line
+    answer = client.post("/memory/import", data=body.encode("utf-8", "surrogatepass"), headers=auth)
+    assert answer.status_code == 400
+    assert answer.json["errors"][0]["line"] == 2 and answer.json["errors"][0]["field"] == field
+    assert services.stores.graph.count_memories() == 0
+
+
+def test_shifting_a_fixture_out_of_the_date_range_is_a_400(client, auth, services):
+    body = "\n".join([json.dumps({"content": "old", "timestamp": "0001-01-01T00:00:00+00:00"}),
+                      json.dumps({"content": "new", "timestamp": "9999-12-31T00:00:00+00:00"})])
+    answer = client.post("/memory/import?shift_to_now=true", data=body, headers=auth)
+    assert answer.status_code == 400 and answer.json["errors"][0]["field"] == "timestamp"
+    assert client.post("/memory/import?shift_to_now=maybe", data=body, headers=auth).json["field"] == "shift_to_now"
+
+
+@pytest.mark.parametrize("run_id", ["a%00b", "%ED%A0%80", "x" * 300])
+def test_malformed_run_ids_are_400s(client, auth, run_id):
+    answer = client.get(f"/consolidate/runs/{run_id}", headers=auth)
+    assert answer.status_code == 400 and answer.json["field"] == "run_id"
+
+
+# --- values are stored exactly as accepted -------------------------------------------------------------------
+
+def test_an_import_line_with_invalid_utf8_is_refused_not_replaced(client, auth, services):
+    answer = client.post("/memory/import", data=b'{"content": "ok"}\n{"content": "caf\xe9"}', headers=auth)
+    assert answer.status_code == 400 and answer.json["errors"][0]["line"] == 2
+    assert "UTF-8" in answer.json["errors"][0]["detail"] and services.stores.graph.count_memories() == 0
+
+
+def test_unicode_line_separators_stay_inside_their_line(client, auth, services):
+    content = "first\u2028second\u2029third\x85fourth\x0bfifth"
+    answer = client.post("/memory/import", data=json.dumps({"content": content}, ensure_ascii=False).encode(),
+                         headers=auth)
+    assert answer.status_code == 200 and answer.json["lines"] == 1 and answer.json["created"] == 1
+    [memory_id] = services.stores.graph.all_memory_ids()
+    assert services.stores.graph.get_memory(memory_id)["content"] == content
+
+
+def test_control_characters_other_than_nul_are_stored_exactly(client, auth):
+    content = "".join(chr(i) for i in range(1, 32)) + "\x7f\u2028\U0001F600 end"
+    created = client.post("/memory", json={"content": content, "tags": ["\x1b[31m"]}, headers=auth).json["memory"]
+    fetched = client.get(f"/memory/{created['id']}", headers=auth).json["memory"]
+    assert fetched["content"] == content and fetched["tags"] == ["\x1b[31m"]
+
+
+def test_a_use_count_at_the_limit_never_wraps(client, auth):
+    created = client.post("/memory", json={"content": "x", "access_count": MAX_COUNT}, headers=auth).json["memory"]
+    touched = client.post(f"/memory/{created['id']}/access", headers=auth).json["memory"]
+    assert touched["access_count"] == MAX_COUNT
+
+
+def test_an_embedding_is_stored_as_the_unit_vector_of_what_was_sent(client, auth, services):
+    sent = [3e38] * 2 + [0.0] * 14  # a float32 norm of these would overflow
+    created = client.post("/memory", json={"content": "x", "embedding": sent}, headers=auth).json["memory"]
+    _, vectors = services.stores.vectors.vectors([created["id"]])
+    assert np.allclose(vectors[0], [2 ** -0.5] * 2 + [0.0] * 14, atol=1e-6)
+
+
+# --- unsafe setups and the lease ------------------------------------------------------------------------------
+
+def test_interrupted_deletions_are_finished_only_under_the_run_lease(services, clock):
+    memory_id = add_memory(services, timestamp=days_ago(400))
+    lifecycle = services.engine.lifecycle
+    lifecycle.tombstones.write_pending([{"id": str(uuid.uuid4()), "memory_id": memory_id, "reason": "test",
+                                         "deleted_at": clock().isoformat(), "deleted_epoch": clock().timestamp(),
+                                         "memory": {}, "edges": [], "vector": None}])
+    running = services.engine.begin(["forget"], dry_run=True, trigger="test")  # a live run holds the lease
+    services.scheduler.run_once()
+    assert lifecycle.tombstones.pending_ids() == [memory_id] and services.stores.graph.get_memory(memory_id)
+    services.engine.execute(running)
+    services.scheduler.run_once()
+    assert lifecycle.tombstones.pending_ids() == [] and services.stores.graph.get_memory(memory_id) is None
+
+
+def test_a_second_process_with_its_own_embedded_qdrant_on_a_shared_graph_is_refused(tmp_path, clock):
+    from tests.processes import FalkorServer
+
+    server = FalkorServer(tmp_path / "falkordb").start()
+    lease = 3
+    shared = {"falkordb_host": "127.0.0.1", "falkordb_port": server.port, "consolidation_lease_seconds": lease}
+    try:
+        first = build_services(make_settings(tmp_path / "one", **shared), clock=clock)
+        with pytest.raises(StoreMismatch, match="share the vector store"):
+            build_services(make_settings(tmp_path / "two", **shared), clock=clock)
+        # As if the first process died: its claim stays behind, unrenewed.
+        first.stores.binding._heartbeat.stop()
+        first.stores.binding._heartbeat = None
+        first.close()
+        restarted = build_services(make_settings(tmp_path / "one", **shared), clock=clock)  # same store: at once
+        restarted.stores.binding._heartbeat.stop()
+        restarted.stores.binding._heartbeat = None
+        restarted.close()
+        with pytest.raises(StoreMismatch):
+            build_services(make_settings(tmp_path / "two", **shared), clock=clock)
+        time.sleep(lease + 0.5)  # the dead claim expires on the server's clock
+        second = build_services(make_settings(tmp_path / "two", **shared), clock=clock)
+        second.close()
+        build_services(make_settings(tmp_path / "one", **shared), clock=clock).close()  # released on close
+    finally:
+        server.kill()
+
+
+def test_health_without_a_token_names_the_down_store_but_not_its_details(client, auth, services):
+    services.stores.vectors.close()
+    anonymous = client.get("/health")
+    assert anonymous.status_code == 503
+    assert anonymous.json["stores"] == {"graph": {"ok": True}, "vectors": {"ok": False}}
+    admin = client.get("/health", headers=auth).json["stores"]["vectors"]
+    assert admin["ok"] is False and "closed" in admin["detail"]
+
+
+# --- the command line -----------------------------------------------------------------------------------------
+
+@pytest.fixture
+def cli_env(tmp_path, monkeypatch):
+    """The CLI's environment with the token only in DATA_DIR/admin_token, as `make run` leaves it."""
+    data_dir = tmp_path / "cli"
+    data_dir.mkdir()
+    (data_dir / "admin_token").write_text(TOKEN + "\n")
+    monkeypatch.delenv("ADMIN_API_TOKEN", raising=False)
+    monkeypatch.setenv("DATA_DIR", str(data_dir))
+    monkeypatch.setenv("VECTOR_SIZE", "16")
+    return data_dir
+
+
+def test_local_commands_use_the_saved_token(cli_env):
+    imported = CliRunner().invoke(cli, ["import", str(SAMPLE)])
+    assert imported.exit_code == 0, imported.output
+    assert "imported 33 memories" in imported.output and "created 33" in imported.output
+    again = CliRunner().invoke(cli, ["import", str(SAMPLE)])
+    assert again.exit_code == 0 and "imported 0 memories" in again.output and "skipped 33" in again.output
+    ran = CliRunner().invoke(cli, ["consolidate", "--task", "decay", "--dry-run"])
+    assert ran.exit_code == 0 and json.loads(ran.stdout)["results"]["decay"]["memories_processed"] == 33
+
+
+def test_import_over_url_with_one_bad_line_after_2000_good_ones_writes_nothing(cli_env, tmp_path, client, serve,
+                                                                              services):
+    url = serve(client.application)
+    path = tmp_path / "big.jsonl"
+    good = [json.dumps({"content": f"memory number {i}"}) for i in range(2100)]
+    path.write_text("\n".join(good[:2050] + ['{"content": "x", "importance": 7}'] + good[2050:]))
+    refused = CliRunner().invoke(cli, ["import", str(path), "--url", url])
+    assert refused.exit_code == 1
+    assert "big.jsonl:2051: importance" in refused.output and "nothing imported" in refused.output
+    assert services.stores.graph.count_memories() == 0
+    path.write_text("\n".join(good))
+    accepted = CliRunner().invoke(cli, ["import", str(path), "--url", url])
+    assert accepted.exit_code == 0 and "imported 2100 memories" in accepted.output
+    assert services.stores.graph.count_memories() == 2100
+
+
+def test_consolidate_over_url_follows_the_run_to_its_end(cli_env, client, serve, services):
+    add_memory(services)
+    result = CliRunner().invoke(cli, ["consolidate", "--task", "decay", "--url", serve(client.application)])
+    assert result.exit_code == 0, result.output
+    run = json.loads(result.stdout)
+    assert run["state"] == "succeeded" and run["result"]["decay"]["memories_processed"] == 1
