@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections import Counter
 from collections.abc import Sequence
@@ -10,13 +9,12 @@ from typing import Protocol
 
 import numpy as np
 
-WORD = re.compile(r"[^\W_]+", re.UNICODE)
-STOPWORDS = frozenset(
-    "a an and are as at be been but by for from has have in into is it its of on or our so that the their "
-    "then there these they this to was we were will with i you he she my your his her them us".split()
-)
-# Weights per feature family: whole words carry the topic, bigrams the phrasing, trigrams spelling variants.
-FAMILY_WEIGHTS = {"w": 1.0, "b": 0.6, "c": 0.25}
+from .facts import content_words, read_fact
+
+# Weights per feature family: the content terms carry what a text says, the terms tagged with the side of a
+# relation they are on ("tabs over spaces") its direction, bigrams the order of its words, character trigrams
+# spelling variants (typos, compounds).
+FAMILY_WEIGHTS = {"k": 1.0, "r": 0.5, "b": 0.3, "c": 0.15}
 
 
 class Embedder(Protocol):
@@ -30,10 +28,11 @@ class Embedder(Protocol):
 
 
 class HashingEmbedder:
-    """Feature hashing of words, word bigrams and character trigrams: similar texts get similar vectors.
+    """Feature hashing of a text's content terms (facts.py), their bigrams and character trigrams.
 
-    Deterministic across processes and machines (CRC32, not Python's salted hash), so the same text
-    always gets the same vector and tests can reason about similarities.
+    Restatements of one fact share their content terms, so they land close together whatever their framing,
+    word order or inflection. Deterministic across processes and machines (CRC32, not Python's salted
+    hash), so the same text always gets the same vector and tests can reason about similarities.
     """
 
     def __init__(self, dimension: int):
@@ -61,11 +60,11 @@ class HashingEmbedder:
 
 def _features(text: str) -> dict[str, float]:
     """Weighted features; term frequency is sublinear (1 + ln tf) so repetition does not dominate."""
-    words = [w for w in WORD.findall(text.lower()) if w not in STOPWORDS]
-    counts: Counter = Counter()
-    for word in words:
-        counts["w:" + word] += 1
-        padded = f"<{word}>"
+    words = content_words(text)
+    counts: Counter = Counter({"k:" + term: 1 for term, _ in words})
+    counts.update("r:" + term for term in read_fact(text).key if ":" in term)
+    counts.update(f"b:{first} {second}" for (first, _), (second, _) in zip(words, words[1:]))
+    for _, written in words:
+        padded = f"<{written}>"
         counts.update("c:" + padded[i : i + 3] for i in range(len(padded) - 2))
-    counts.update(f"b:{first} {second}" for first, second in zip(words, words[1:]))
     return {feature: FAMILY_WEIGHTS[feature[0]] * (1.0 + np.log(n)) for feature, n in counts.items()}

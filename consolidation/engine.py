@@ -19,11 +19,13 @@ from . import metrics
 from .errors import RunInProgress, StoreUnavailable
 from .heartbeat import Heartbeat
 from .lifecycle import Lifecycle
+from .neighbours import NeighbourGraph
 from .schedule import due_tasks, next_due
 from .settings import TASK_NAMES, Settings
 from .stores import Stores
 from .stores.control import ControlStore
 from .stores.runs import RunStore
+from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
 from .summaries import Summarizer
 from .tasks import TASKS, TaskContext
@@ -65,7 +67,8 @@ class ConsolidationEngine:
         falkor = stores.graph.falkor
         self.control = ControlStore(falkor)
         self.runs = RunStore(falkor)
-        self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), embedder)
+        self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), HygieneStore(falkor),
+                                   embedder)
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._background: list[threading.Thread] = []
         self._background_lock = threading.Lock()
@@ -84,13 +87,14 @@ class ConsolidationEngine:
         """Run the tasks of a begun run in order, keeping the lease alive, then record and release it."""
         keeper = self._lease_keeper(run)
         keeper.start()
+        neighbours = NeighbourGraph(self.settings)  # computed by the first task that needs it, shared after
         try:
             for task in run.tasks:
                 if run.lease_lost:
                     run.results[task] = {"success": False, "error": "run lease lost to another process"}
                     continue
                 run.current_task = task
-                run.results[task] = self._run_task(run, task)
+                run.results[task] = self._run_task(run, task, neighbours)
         finally:
             keeper.stop()
             result = self._finish(run)
@@ -122,16 +126,16 @@ class ConsolidationEngine:
         with self._lease_alone("reconcile"):
             return self.lifecycle.reconcile(repair=True)
 
-    def complete_interrupted_deletions(self) -> int:
-        """Finish deletions a crash left pending, under the run lease: a live forget elsewhere has pending
-        tombstones too, and finishing them behind its back would race its own steps."""
-        if not self.lifecycle.tombstones.pending_ids():
+    def complete_interrupted(self) -> int:
+        """Finish deletions and merges a crash left pending, under the run lease: a live forget or dedup
+        elsewhere has pending records too, and finishing them behind its back would race its own steps."""
+        if not self.lifecycle.has_pending():
             return 0
         try:
             with self._lease_alone("recovery"):
-                return self.lifecycle.complete_pending()
+                return self.lifecycle.complete_pending() + len(self.lifecycle.hygiene.complete_pending())
         except RunInProgress:
-            return 0  # the holder (its forget task) or a later tick completes them
+            return 0  # the holder (its own task) or a later tick completes them
 
     def run_due(self, now: datetime | None = None) -> dict[str, Any] | None:
         """Run whatever is due, once across all processes: the due check is repeated under the lease."""
@@ -235,9 +239,10 @@ class ConsolidationEngine:
             self.control.release_lease(run.id)
             raise
 
-    def _run_task(self, run: Run, task: str) -> dict[str, Any]:
-        ctx = TaskContext(self.settings, self.stores.graph, self.stores.vectors, self.lifecycle, self.summarizer,
-                          now=self.clock(), progress=ProgressWriter(self.runs, run, task))
+    def _run_task(self, run: Run, task: str, neighbours: NeighbourGraph) -> dict[str, Any]:
+        ctx = TaskContext(self.settings, self.stores.graph, self.lifecycle.hygiene, self.stores.vectors,
+                          self.lifecycle, self.summarizer, now=self.clock(), neighbours=neighbours,
+                          progress=ProgressWriter(self.runs, run, task))
         started = time.monotonic()
         try:
             report = {**TASKS[task](ctx, run.dry_run), "success": True}

@@ -56,7 +56,8 @@ class MemoryService:
         memory = self.stores.graph.get_memory(parse_memory_id(memory_id))
         if memory is None:
             raise NotFound(f"memory {memory_id} does not exist")
-        return memory
+        # What hygiene decided about it is always shown, null when nothing.
+        return {**memory, "merged_into": memory.get("merged_into"), "superseded_by": memory.get("superseded_by")}
 
     def record_access(self, memory_id: str) -> dict[str, Any]:
         self.stores.ensure_ready()

@@ -1,4 +1,5 @@
-"""Crash-safe deletion, restore from tombstones, and reconciling the graph with the vector store."""
+"""Crash-safe deletion, restore (of an archived, deleted or merged memory), and reconciling the graph with the
+vector store."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 from .embedding import Embedder
 from .errors import Conflict, NotFound
 from .stores.graph import GraphStore
+from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
 from .stores.vectors import VectorPoint, VectorStore, payload_of
 from .timeutil import to_iso
@@ -25,10 +27,12 @@ log = logging.getLogger(__name__)
 class Lifecycle:
     """Deletes memories so that a crash at any point leaves them intact or completably deleted, and undoes it."""
 
-    def __init__(self, graph: GraphStore, vectors: VectorStore, tombstones: TombstoneStore, embedder: Embedder):
+    def __init__(self, graph: GraphStore, vectors: VectorStore, tombstones: TombstoneStore, hygiene: HygieneStore,
+                 embedder: Embedder):
         self.graph = graph
         self.vectors = vectors
         self.tombstones = tombstones
+        self.hygiene = hygiene
         self.embedder = embedder
 
     def delete(self, reasons: dict[str, str], now: datetime) -> int:
@@ -56,13 +60,21 @@ class Lifecycle:
             log.info("consolidation forget completed interrupted deletions count=%d", len(pending))
         return len(pending)
 
+    def has_pending(self) -> bool:
+        """Whether a crash left a deletion or a merge half done."""
+        return bool(self.tombstones.pending_ids()) or self.hygiene.has_pending()
+
     def restore(self, memory_id: str, now: datetime) -> dict[str, Any]:
-        """Bring back an archived memory, or a deleted one from its tombstone with the edges whose ends still exist."""
+        """Bring back an archived or merged memory, or a deleted one from its tombstone with the edges whose ends
+        still exist. A restore is an administrator's decision that sticks: it counts as a use and starts a
+        fresh grace period (restored_at), and a merged memory is kept apart from its canonical from then on."""
         existing = self.graph.get_memory(memory_id)
         if existing is not None:
             if not existing.get("archived"):
-                raise Conflict(f"memory {memory_id} is neither archived nor forgotten")
-            self.graph.unarchive(memory_id)
+                raise Conflict(f"memory {memory_id} is neither archived, merged nor forgotten")
+            if existing.get("merged_into"):
+                return self._restore_merged(memory_id, now)
+            self.graph.unarchive(memory_id, to_iso(now))
             self.vectors.set_archived([memory_id], False)
             return {"memory_id": memory_id, "restored_from": "archive", "edges_restored": 0}
         tombstone = self.tombstones.latest_deleted(memory_id)
@@ -82,6 +94,14 @@ class Lifecycle:
             "edges_restored": edges,
             "edges_lost": len(tombstone["edges"]) - edges,
         }
+
+    def _restore_merged(self, memory_id: str, now: datetime) -> dict[str, Any]:
+        restored = self.hygiene.restore(memory_id, to_iso(now))
+        if restored is None:
+            raise Conflict(f"memory {memory_id} is merged but no record of its merge is left to undo it")
+        self.vectors.set_archived([memory_id], False)
+        return {"memory_id": memory_id, "restored_from": "merge", "canonical_id": restored["canonical_id"],
+                "edges_restored": restored["edges_restored"]}
 
     def purge_expired(self, now: datetime, retention_days: float) -> int:
         return self.tombstones.purge((now - timedelta(days=retention_days)).timestamp())

@@ -50,6 +50,9 @@ REPORTED_ACTIONS = {
     "clustered": "memories_clustered",
     "archived": "archived",
     "deleted": "deleted",
+    "merged": "merged",
+    "superseded": "supersessions_total",
+    "contradicted": "contradictions_total",
 }
 
 

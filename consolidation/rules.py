@@ -14,7 +14,7 @@ WEEK_SECONDS = 7 * 86400.0
 class Association:
     """An edge the creative task proposes between two memories."""
 
-    relation: str  # the edge label: CONTRADICTS or DISCOVERED
+    relation: str  # the edge label: DISCOVERED
     kind: str
     confidence: float
 
@@ -22,12 +22,12 @@ class Association:
 def association_for(type_a: str, type_b: str, similarity: float, seconds_apart: float | None) -> Association | None:
     """The first rule that fires for a pair without an edge, or None.
 
-    Both Decision and sim < 0.3 -> CONTRADICTS (0.6); Insight with Pattern and sim > 0.5 -> explains (0.7);
-    different types and sim > 0.7 -> shares_theme (confidence = sim); created less than 7 days apart
-    and sim < 0.4 -> parallel_context (0.5).
+    Insight with Pattern and sim > 0.5 -> explains (0.7); different types and sim > 0.7 -> shares_theme
+    (confidence = sim); created less than 7 days apart and sim < 0.4 -> parallel_context (0.5).
+    AutoMem's "two Decisions with sim < 0.3 contradict" is gone: it marks unrelated decisions as contradicting
+    (every such edge was false on the labelled set). Contradictions come from dedup, between memories about
+    the same subject.
     """
-    if type_a == "Decision" and type_b == "Decision" and similarity < 0.3:
-        return Association("CONTRADICTS", "contradicts", 0.6)
     if {type_a, type_b} == {"Insight", "Pattern"} and similarity > 0.5:
         return Association("DISCOVERED", "explains", 0.7)
     if type_a != type_b and similarity > 0.7:

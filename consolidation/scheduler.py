@@ -50,7 +50,7 @@ class ConsolidationScheduler:
         try:
             self.engine.stores.ensure_ready()
             self.engine.flush_unrecorded()
-            self.engine.complete_interrupted_deletions()
+            self.engine.complete_interrupted()
             result = self.engine.run_due(now)
             self.last_error = None
             return result

@@ -9,7 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
-TASK_NAMES = ("decay", "creative", "cluster", "forget")
+TASK_NAMES = ("decay", "dedup", "creative", "cluster", "forget")
+CREATIVE_KINDS = ("explains", "shares_theme", "parallel_context")
 TOKEN_FILE = "admin_token"
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -47,6 +48,7 @@ class Settings(BaseModel):
     consolidation_scheduler_enabled: bool = Field(True, description="true or false")
     consolidation_tick_seconds: float = Field(60.0, gt=0, description="a number of seconds > 0")
     consolidation_decay_interval_seconds: Seconds = Field(86400, description="seconds >= 0 (0 disables)")
+    consolidation_dedup_interval_seconds: Seconds = Field(86400, description="seconds >= 0 (0 disables)")
     consolidation_creative_interval_seconds: Seconds = Field(604800, description="seconds >= 0 (0 disables)")
     consolidation_cluster_interval_seconds: Seconds = Field(2592000, description="seconds >= 0 (0 disables)")
     consolidation_forget_interval_seconds: Seconds = Field(0, description="seconds >= 0 (0 disables)")
@@ -63,8 +65,18 @@ class Settings(BaseModel):
         0.0005, ge=0.0, le=0.1, description="a number 0..0.1: smaller score changes are not rewritten"
     )
 
+    # Memory hygiene (dedup).
+    consolidation_dedup_similarity: Fraction = Field(
+        0.75, description="a cosine similarity 0..1 two memories need to be considered one fact"
+    )
+
     # Creative associations.
     consolidation_creative_sample_size: int = Field(30, ge=2, le=1000, description="an integer 2..1000")
+    consolidation_creative_kinds: tuple[str, ...] = Field(
+        ("explains",),
+        description="a comma-separated list of explains, shares_theme, parallel_context (the edge kinds creative "
+                    "writes; kinds that measured below 0.9 precision are off by default)",
+    )
 
     # Clustering.
     consolidation_cluster_similarity: Fraction = Field(0.75, description="a cosine similarity 0..1")
@@ -117,11 +129,19 @@ class Settings(BaseModel):
     def _empty_means_unset(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("consolidation_protected_types", mode="before")
+    @field_validator("consolidation_protected_types", "consolidation_creative_kinds", mode="before")
     @classmethod
-    def _split_types(cls, value):
+    def _split_list(cls, value):
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
+        return value
+
+    @field_validator("consolidation_creative_kinds")
+    @classmethod
+    def _known_kinds(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = sorted(set(value) - set(CREATIVE_KINDS))
+        if unknown:
+            raise ValueError(f"unknown kind {unknown[0]!r}")
         return value
 
     @field_validator("log_level", mode="before")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import faiss
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -12,7 +14,24 @@ BLOCK_BYTES = 64 * 1024 * 1024
 POINTS_PER_CELL = 200
 TRAINING_POINTS_PER_CELL = 50
 KMEANS_ITERATIONS = 10
-EMPTY = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+class Pairs(NamedTuple):
+    """Similar pairs i < j as parallel arrays, with each pair's cosine."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    similarities: np.ndarray
+
+    @classmethod
+    def empty(cls) -> Pairs:
+        return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32))
+
+    @classmethod
+    def joined(cls, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> Pairs:
+        if not parts:
+            return cls.empty()
+        return cls(*(np.concatenate(column) for column in zip(*parts)))
 
 
 def _no_progress(done: int, total: int) -> None:
@@ -29,7 +48,7 @@ def normalized(matrix: np.ndarray) -> np.ndarray:
 
 
 def similar_pairs(unit: np.ndarray, threshold: float, exact_limit: int, probe_cells: int,
-                  seed: int = 0, progress=_no_progress) -> tuple[np.ndarray, np.ndarray]:
+                  seed: int = 0, progress=_no_progress) -> Pairs:
     """Pairs i < j with cosine >= threshold: exact up to `exact_limit` vectors, by cells above that.
     `progress(vectors done, vectors)` is called as the comparison goes."""
     if unit.shape[0] <= exact_limit:
@@ -37,12 +56,11 @@ def similar_pairs(unit: np.ndarray, threshold: float, exact_limit: int, probe_ce
     return similar_pairs_by_cells(unit, threshold, probe_cells, seed, progress)
 
 
-def similar_pairs_exact(unit: np.ndarray, threshold: float,
-                        progress=_no_progress) -> tuple[np.ndarray, np.ndarray]:
+def similar_pairs_exact(unit: np.ndarray, threshold: float, progress=_no_progress) -> Pairs:
     """Every pair i < j with cosine >= threshold, by blocked matrix products over the upper triangle."""
     n = unit.shape[0]
     block = max(64, BLOCK_BYTES // (4 * max(n, 1)))
-    rows, cols = [], []
+    parts = []
     for start in range(0, n, block):
         progress(start, n)
         stop = min(n, start + block)
@@ -50,13 +68,12 @@ def similar_pairs_exact(unit: np.ndarray, threshold: float,
         # Keep only the strict upper triangle: column index (offset by start) greater than row index.
         scores[np.tril_indices(stop - start, 0, scores.shape[1])] = -np.inf
         block_rows, block_cols = np.nonzero(scores >= threshold)
-        rows.append(block_rows + start)
-        cols.append(block_cols + start)
-    return (np.concatenate(rows), np.concatenate(cols)) if rows else EMPTY
+        parts.append((block_rows + start, block_cols + start, scores[block_rows, block_cols]))
+    return Pairs.joined(parts)
 
 
 def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int, seed: int = 0,
-                           progress=_no_progress) -> tuple[np.ndarray, np.ndarray]:
+                           progress=_no_progress) -> Pairs:
     """Approximate: split the vectors into k-means cells (faiss), then compare each cell exactly, by matrix
     products, with itself and the `probe_cells` cells whose centroids are nearest. Each point belongs to one
     cell, so each cell pair is compared once and no pair is found twice. Recall is measured in bench/.
@@ -69,7 +86,7 @@ def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int,
     kmeans.train(np.ascontiguousarray(unit[np.sort(sample)]))
     _, nearest = kmeans.index.search(unit, 1)
     members = _members_by_cell(nearest[:, 0], cells)
-    rows, cols = [], []
+    parts = []
     done = 0
     for cell, partners in enumerate(_cell_partners(kmeans.centroids, probe_cells)):
         progress(done, n)
@@ -77,13 +94,9 @@ def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int,
         if members[cell].size == 0:
             continue
         others = np.concatenate([members[p] for p in partners])
-        for a, b in _block_pairs(unit, members[cell], others, threshold, diagonal=partners[0] == cell):
-            rows.append(a)
-            cols.append(b)
-    if not rows:
-        return EMPTY
-    first, second = np.concatenate(rows), np.concatenate(cols)
-    return np.minimum(first, second), np.maximum(first, second)
+        parts.extend(_block_pairs(unit, members[cell], others, threshold, diagonal=partners[0] == cell))
+    first, second, similarities = Pairs.joined(parts)
+    return Pairs(np.minimum(first, second), np.maximum(first, second), similarities)
 
 
 def _members_by_cell(assignment: np.ndarray, cells: int) -> list[np.ndarray]:
@@ -118,7 +131,7 @@ def _block_pairs(unit: np.ndarray, rows: np.ndarray, columns: np.ndarray, thresh
             # Row k (global start + k) of the own block keeps only columns after it.
             scores[:, :own][np.tril_indices(stop - start, start, own)] = -np.inf
         a, b = np.nonzero(scores >= threshold)
-        yield rows[start + a], columns[b]
+        yield rows[start + a], columns[b], scores[a, b]
 
 
 def clusters(n: int, rows: np.ndarray, cols: np.ndarray, min_size: int) -> list[np.ndarray]:

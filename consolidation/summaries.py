@@ -11,9 +11,10 @@ from typing import Protocol
 
 import httpx
 
-from .embedding import STOPWORDS, WORD
+from .facts import STOPWORDS
 
 log = logging.getLogger(__name__)
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
 SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 QUOTE_CHARS = 160
 KEY_TERMS = 5

@@ -44,8 +44,8 @@ def test_consolidate_with_wait_returns_the_whole_result(client, auth, services):
     response = client.post("/consolidate", json={"wait": True}, headers=auth)
     assert response.status_code == 200
     body = response.json
-    assert body["tasks"] == ["decay", "creative", "cluster", "forget"] and body["success"] is True
-    assert set(body["results"]) == {"decay", "creative", "cluster", "forget"}
+    assert body["tasks"] == ["decay", "dedup", "creative", "cluster", "forget"] and body["success"] is True
+    assert set(body["results"]) == {"decay", "dedup", "creative", "cluster", "forget"}
     assert all("seconds" in r and r["success"] for r in body["results"].values())
 
 
@@ -66,7 +66,7 @@ def test_consolidate_without_wait_answers_202_and_the_run_can_be_followed(client
 @pytest.mark.parametrize("body", [{"mode": "full"}, {"task": "all"}, {}])
 def test_full_runs_have_every_spelling(client, auth, body):
     response = client.post("/consolidate", json={**body, "wait": True, "dry_run": True}, headers=auth)
-    assert response.status_code == 200 and len(response.json["results"]) == 4
+    assert response.status_code == 200 and len(response.json["results"]) == 5
 
 
 @pytest.mark.parametrize("body, field", [

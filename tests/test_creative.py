@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from tests.conftest import add_memory, axis, days_ago, link, vector_at
+from consolidation.service import build_services
+from tests.conftest import add_memory, axis, days_ago, link, make_settings, vector_at
 
 BASE, OTHER = axis(0), axis(1)
 
@@ -26,12 +27,30 @@ def run_creative(services, dry_run=False):
 
 
 @pytest.mark.parametrize("types, similarity, days_apart, relation, kind, confidence", [
-    (("Decision", "Decision"), 0.2, 30, "CONTRADICTS", "contradicts", 0.6),
     (("Insight", "Pattern"), 0.6, 30, "DISCOVERED", "explains", 0.7),
     (("Context", "Preference"), 0.8, 30, "DISCOVERED", "shares_theme", 0.8),
     (("Context", "Context"), 0.1, 3, "DISCOVERED", "parallel_context", 0.5),
 ])
-def test_each_rule_creates_its_edge(services, types, similarity, days_apart, relation, kind, confidence):
+def test_each_rule_creates_its_edge(tmp_path, clock, types, similarity, days_apart, relation, kind, confidence):
+    # Every kind on, parallel_context included (it is off by default: see the next test).
+    settings = make_settings(tmp_path / "d", consolidation_creative_kinds="explains,shares_theme,parallel_context")
+    services = build_services(settings, clock=clock)
+    try:
+        check_rule_creates_its_edge(services, types, similarity, days_apart, relation, kind, confidence)
+    finally:
+        services.close()
+
+
+def test_parallel_context_is_off_by_default_and_two_decisions_never_contradict(services):
+    for memory_type, (base, other), days in (("Context", (2, 3), 37), ("Decision", (4, 5), 10)):
+        add_memory(services, vector=axis(base), type=memory_type, timestamp=days_ago(40), relevance_score=0.8)
+        add_memory(services, vector=vector_at(0.1, axis(base), axis(other)), type=memory_type,
+                   timestamp=days_ago(days), relevance_score=0.8)
+    report = run_creative(services)
+    assert edges(services) == [] and report["pairs_compared"] == 6 and report["edges_total"] == 0
+
+
+def check_rule_creates_its_edge(services, types, similarity, days_apart, relation, kind, confidence):
     a, b = plant_pair(services, *types, similarity, days_apart)
     report = run_creative(services)
     found = edges(services)
@@ -78,7 +97,7 @@ def test_linked_pairs_and_irrelevant_memories_are_left_alone(services):
 
 
 def test_dry_run_proposes_without_writing_and_a_rerun_adds_nothing(services):
-    plant_pair(services, "Context", "Preference", 0.9)
+    plant_pair(services, "Insight", "Pattern", 0.9)  # explains: on by default
     preview = run_creative(services, dry_run=True)
     assert preview["edges_total"] == 1 and edges(services) == []
     run_creative(services)

@@ -98,7 +98,10 @@ def test_a_deleted_memory_is_restored_with_its_fields_vector_and_surviving_edges
     assert response.status_code == 200, response.json
     assert response.json["edges_restored"] == 1 and response.json["edges_lost"] == 1
     restored = forgetful.stores.graph.get_memory(gone)
-    assert {k: v for k, v in restored.items() if k != "restored_at"} == original
+    # Exactly as it was, except that the restore counts as a use and starts a fresh grace period.
+    assert restored["restored_at"] == restored["last_accessed"] == forgetful.engine.clock().isoformat()
+    assert {k: v for k, v in restored.items() if k not in ("restored_at", "last_accessed")} == \
+        {k: v for k, v in original.items() if k != "last_accessed"}
     _, vector_after = forgetful.stores.vectors.vectors([gone])
     assert vector_after[0] == pytest.approx(vector_before[0], abs=1e-6)
     rows = forgetful.stores.graph.falkor.execute(

@@ -36,7 +36,7 @@ def test_a_refused_consolidate_request_takes_no_lease_and_records_no_run(client,
 # --- imports create; they never overwrite or resurrect behind anyone's back ----------------------------------
 
 def test_reimporting_the_sample_changes_no_stored_memory(services, clock):
-    assert services.memories.import_jsonl(SAMPLE.read_bytes(), shift_to_now=True).created == 33
+    assert services.memories.import_jsonl(SAMPLE.read_bytes(), shift_to_now=True).created == 36
     graph = services.stores.graph
     some = sorted(graph.all_memory_ids())[:3]
     clock.advance(days=2)
@@ -48,7 +48,7 @@ def test_reimporting_the_sample_changes_no_stored_memory(services, clock):
 
     again = services.memories.import_jsonl(SAMPLE.read_bytes(), shift_to_now=True)
 
-    assert (again.created, again.overwritten, len(again.skipped), again.conflicts) == (0, 0, 33, [])
+    assert (again.created, again.overwritten, len(again.skipped), again.conflicts) == (0, 0, 36, [])
     assert {m["id"]: m for m in graph.get_memories(graph.all_memory_ids())} == before
     assert before[some[0]]["access_count"] >= 1 and before[some[1]]["archived"] and before[some[2]]["protected"]
 
@@ -318,11 +318,11 @@ def cli_env(tmp_path, monkeypatch):
 def test_local_commands_use_the_saved_token(cli_env):
     imported = CliRunner().invoke(cli, ["import", str(SAMPLE)])
     assert imported.exit_code == 0, imported.output
-    assert "imported 33 memories" in imported.output and "created 33" in imported.output
+    assert "imported 36 memories" in imported.output and "created 36" in imported.output
     again = CliRunner().invoke(cli, ["import", str(SAMPLE)])
-    assert again.exit_code == 0 and "imported 0 memories" in again.output and "skipped 33" in again.output
+    assert again.exit_code == 0 and "imported 0 memories" in again.output and "skipped 36" in again.output
     ran = CliRunner().invoke(cli, ["consolidate", "--task", "decay", "--dry-run"])
-    assert ran.exit_code == 0 and json.loads(ran.stdout)["results"]["decay"]["memories_processed"] == 33
+    assert ran.exit_code == 0 and json.loads(ran.stdout)["results"]["decay"]["memories_processed"] == 36
 
 
 def test_import_over_url_with_one_bad_line_after_2000_good_ones_writes_nothing(cli_env, tmp_path, client, serve,

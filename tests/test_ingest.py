@@ -26,7 +26,8 @@ def test_a_memory_is_stored_with_defaults_and_a_built_in_embedding(client, auth,
     assert memory["relevance_score"] == pytest.approx(0.85)  # fresh: 1 * 1 * 1 * 1.0 * 0.85
     assert memory["archived"] is False and memory["tags"] == ["ui"]
     fetched = client.get(f"/memory/{memory['id']}", headers=auth).json["memory"]
-    assert fetched == {k: v for k, v in memory.items() if v is not None}
+    assert fetched == {**{k: v for k, v in memory.items() if v is not None}, "merged_into": None,
+                       "superseded_by": None}
     ids, vectors = services.stores.vectors.vectors([memory["id"]])
     assert ids == [memory["id"]] and np.linalg.norm(vectors[0]) == pytest.approx(1.0, abs=1e-5)
 
@@ -144,15 +145,21 @@ def test_the_import_route_takes_jsonl(client, auth):
     assert bad.status_code == 400 and bad.json["errors"][0]["field"] == "content"
 
 
-def test_the_sample_file_imports_and_consolidates_into_meta_patterns(services):
+def test_the_sample_file_shows_merges_an_update_and_a_contradiction(services):
     report = services.memories.import_jsonl(SAMPLE.read_bytes(), shift_to_now=True)
-    assert report.errors == [] and report.created == 33
-    result = services.engine.run(["decay", "creative", "cluster", "forget"])
+    assert report.errors == [] and report.created == 36
+    result = services.engine.run(["decay", "dedup", "creative", "cluster", "forget"])
     assert result["success"]
-    cluster = result["results"]["cluster"]
-    assert cluster["clusters_found"] >= 2
-    contents = [services.stores.graph.get_memory(c["meta_pattern_id"])["content"] for c in cluster["clusters"]]
-    assert any("PostgreSQL" in text or "postgresql" in text for text in contents)
+    dedup = result["results"]["dedup"]
+    content = {m["id"]: m["content"] for m in services.stores.graph.get_memories(services.stores.graph.all_memory_ids())}
+    merged = {content[m["into"]]: {content[d] for d in m["duplicates"]} for m in dedup["merges"]}
+    postgres = next(group | {into} for into, group in merged.items() if "PostgreSQL" in into)
+    assert len(postgres) == 6 and all("PostgreSQL" in text or "postgresql" in text.lower() for text in postgres)
+    [update] = dedup["supersessions"]
+    assert "upgraded from three to five" in content[update["newer"]] and "three small" in content[update["older"]]
+    [conflict] = dedup["contradictions"]
+    assert {content[conflict["a"]], content[conflict["b"]]} == {
+        "Support answers priority tickets within four hours", "Support answers priority tickets within eight hours"}
 
 
 def test_the_cli_imports_a_file_once(tmp_path, monkeypatch):
@@ -160,7 +167,7 @@ def test_the_cli_imports_a_file_once(tmp_path, monkeypatch):
     monkeypatch.setenv("DATA_DIR", str(tmp_path / "cli"))
     first = CliRunner().invoke(cli, ["import", "--if-empty", "--shift-to-now", str(SAMPLE)])
     assert first.exit_code == 0, first.output
-    assert "imported 33 memories" in first.output
+    assert "imported 36 memories" in first.output
     second = CliRunner().invoke(cli, ["import", "--if-empty", str(SAMPLE)])
     assert second.exit_code == 0 and "already holds memories" in second.output
 

@@ -91,7 +91,7 @@ def ran_at(entry: dict) -> float:
 
 
 def test_each_due_task_runs_once_per_interval_across_three_processes(fleet, falkordb):
-    intervals = {"decay": 2, "creative": 3, "cluster": 4}
+    intervals = {"decay": 2, "dedup": 3, "creative": 3, "cluster": 4}
     tick = 0.2
     urls = fleet.start(3, CONSOLIDATION_TICK_SECONDS=tick, CONSOLIDATION_HISTORY_LIMIT=500,
                        CONSOLIDATION_FORGET_INTERVAL_SECONDS=0,

@@ -32,7 +32,7 @@ def test_exact_pairs_match_a_brute_force_count():
     rng = np.random.default_rng(3)
     centers = rng.standard_normal((4, 32))
     vectors = normalized(np.repeat(centers, 50, axis=0) + 0.35 * rng.standard_normal((200, 32)))
-    rows, cols = similar_pairs_exact(vectors, 0.75)
+    rows, cols, _ = similar_pairs_exact(vectors, 0.75)
     brute = {(i, j) for i in range(200) for j in range(i + 1, 200) if float(vectors[i] @ vectors[j]) >= 0.75}
     assert set(zip(rows.tolist(), cols.tolist())) == brute and len(brute) > 100
 
@@ -85,8 +85,8 @@ def test_next_due_from_last_run_and_backoff():
     assert next_due("forget", control, 0, 60) is None
     failing = {**control, "failures_decay": 3, "last_failure_decay": (NOW + timedelta(hours=2)).isoformat()}
     assert next_due("decay", failing, 3600, 60) == NOW + timedelta(hours=2, seconds=240)
-    assert due_tasks({}, {"decay": 1, "creative": 0, "cluster": 5, "forget": 1}, NOW, 60) == ["decay", "cluster",
-                                                                                               "forget"]
+    intervals = {"decay": 1, "dedup": 2, "creative": 0, "cluster": 5, "forget": 1}
+    assert due_tasks({}, intervals, NOW, 60) == ["decay", "dedup", "cluster", "forget"]
 
 
 def planted_vectors(n, dim=64, topic_size=40, seed=5):
@@ -102,11 +102,11 @@ def test_cells_find_what_exact_finds_on_planted_topics():
     from consolidation.similarity import similar_pairs, similar_pairs_by_cells
 
     vectors = planted_vectors(4000)
-    exact = set(zip(*(a.tolist() for a in similar_pairs_exact(vectors, 0.75))))
-    rows, cols = similar_pairs_by_cells(vectors, 0.75, probe_cells=8)
+    exact = set(zip(*(a.tolist() for a in similar_pairs_exact(vectors, 0.75)[:2])))
+    rows, cols, _ = similar_pairs_by_cells(vectors, 0.75, probe_cells=8)
     found = list(zip(rows.tolist(), cols.tolist()))
     assert all(a < b for a, b in found) and len(found) == len(set(found))  # i < j, each pair once
     assert set(found) <= exact  # every pair is checked exactly: no false positives
     assert len(set(found)) / len(exact) >= 0.98 and len(exact) > 10000
-    small_rows, _ = similar_pairs(vectors, 0.75, exact_limit=5000, probe_cells=8)
+    small_rows, _, _ = similar_pairs(vectors, 0.75, exact_limit=5000, probe_cells=8)
     assert len(small_rows) == len(exact)  # under the limit: the exact path

@@ -9,12 +9,10 @@ DAY = 86400.0
 FAR_APART = 30 * DAY
 
 
-@pytest.mark.parametrize("similarity, fires", [(0.29, True), (0.3, False), (0.5, False)])
-def test_two_decisions_that_disagree_contradict(similarity, fires):
-    result = association_for("Decision", "Decision", similarity, FAR_APART)
-    assert (result is not None and result.relation == "CONTRADICTS") is fires
-    if fires:
-        assert result.confidence == 0.6 and result.kind == "contradicts"
+@pytest.mark.parametrize("similarity", [0.0, 0.29, 0.5])
+def test_two_unrelated_decisions_are_never_called_contradicting(similarity):
+    # AutoMem's rule (both Decision, sim < 0.3 -> CONTRADICTS) is gone: it only ever linked unrelated decisions.
+    assert association_for("Decision", "Decision", similarity, FAR_APART) is None
 
 
 @pytest.mark.parametrize("types", [("Insight", "Pattern"), ("Pattern", "Insight")])
@@ -50,8 +48,8 @@ def test_unrelated_memories_of_the_same_week_are_parallel_context(apart, similar
 
 
 def test_the_first_matching_rule_wins():
-    # Two decisions in the same week with low similarity: contradiction, not parallel context.
-    assert association_for("Decision", "Decision", 0.1, DAY).kind == "contradicts"
+    # Two decisions in the same week with low similarity: parallel context, never a contradiction.
+    assert association_for("Decision", "Decision", 0.1, DAY).kind == "parallel_context"
     # Insight and Pattern above 0.7: explains (rule 2) before shares_theme (rule 3).
     assert association_for("Insight", "Pattern", 0.9, FAR_APART).kind == "explains"
 

@@ -17,10 +17,10 @@ def ran(services):
 def test_first_tick_runs_every_enabled_task_once(services):
     add_memory(services)
     result = services.scheduler.run_once()
-    assert result["tasks"] == ["decay", "creative", "cluster"]  # forget's interval is 0: disabled
-    assert ran(services) == ["cluster", "creative", "decay"]  # history is newest first
+    assert result["tasks"] == ["decay", "dedup", "creative", "cluster"]  # forget's interval is 0: disabled
+    assert ran(services) == ["cluster", "creative", "dedup", "decay"]  # history is newest first
     assert services.scheduler.run_once() is None
-    assert len(ran(services)) == 3
+    assert len(ran(services)) == 4
 
 
 def test_each_task_comes_back_after_its_own_interval(services, clock):
@@ -28,11 +28,11 @@ def test_each_task_comes_back_after_its_own_interval(services, clock):
     clock.advance(hours=23, minutes=59)
     assert services.scheduler.run_once() is None
     clock.advance(minutes=1)
-    assert services.scheduler.run_once()["tasks"] == ["decay"]
+    assert services.scheduler.run_once()["tasks"] == ["decay", "dedup"]
     clock.advance(days=6)
-    assert services.scheduler.run_once()["tasks"] == ["decay", "creative"]
+    assert services.scheduler.run_once()["tasks"] == ["decay", "dedup", "creative"]
     clock.advance(days=30)
-    assert services.scheduler.run_once()["tasks"] == ["decay", "creative", "cluster"]
+    assert services.scheduler.run_once()["tasks"] == ["decay", "dedup", "creative", "cluster"]
     assert "forget" not in ran(services)
 
 
@@ -83,7 +83,7 @@ def test_a_restart_neither_reruns_nor_skips(tmp_path, clock):
         assert second.engine.status()["last_decay"] == last_decay
         assert second.scheduler.run_once() is None
         clock.advance(days=1)
-        assert second.scheduler.run_once()["tasks"] == ["decay"]
+        assert second.scheduler.run_once()["tasks"] == ["decay", "dedup"]
     finally:
         second.close()
 
@@ -96,16 +96,16 @@ def test_the_thread_ticks_without_an_eager_start_and_stops_cleanly(tmp_path, clo
         time.sleep(0.1)
         assert ran(services) == []  # nothing before the first tick
         deadline = time.monotonic() + 10
-        while len(ran(services)) < 3 and time.monotonic() < deadline:
+        while len(ran(services)) < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert sorted(ran(services)) == ["cluster", "creative", "decay"]
+        assert sorted(ran(services)) == ["cluster", "creative", "decay", "dedup"]
         services.scheduler.stop()
         assert not services.scheduler.alive
     finally:
         services.close()
 
 
-@pytest.mark.parametrize("task", ["decay", "creative", "cluster", "forget"])
+@pytest.mark.parametrize("task", ["decay", "dedup", "creative", "cluster", "forget"])
 def test_an_interval_of_zero_disables_a_task(tmp_path, clock, task):
     services = build_services(make_settings(tmp_path / "d", **{f"consolidation_{task}_interval_seconds": 0,
                                                                "consolidation_forget_interval_seconds": 0

@@ -18,6 +18,7 @@ NOT_SUMMARY = "coalesce(m.type, '') <> 'MetaPattern'"
 # A memory that was never scored counts as fully relevant until decay scores it.
 RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 DEGREE = "indegree(m) + outdegree(m)"
+SUPERSEDED = "m.superseded_by IS NOT NULL"
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
 
 
@@ -33,6 +34,7 @@ class ScoringInputs:
     confidence: np.ndarray
     relevance: np.ndarray
     relationship_counts: np.ndarray
+    superseded: np.ndarray  # a newer memory superseded it: it decays as if unused since it was made
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -47,6 +49,7 @@ class ForgetInputs:
     types: list[str]
     protected: np.ndarray
     protected_reasons: list[str | None]
+    restored: np.ndarray  # epoch seconds of the last restore (a fresh grace period), NaN if never
 
 
 @dataclass(frozen=True)
@@ -70,7 +73,8 @@ class GraphStore:
 
     def ensure_schema(self) -> None:
         """Create the indexes the queries rely on, if missing."""
-        for label, field in (("Memory", "id"), ("Tombstone", "memory_id"), ("ConsolidationRun", "id")):
+        for label, field in (("Memory", "id"), ("Tombstone", "memory_id"), ("ConsolidationRun", "id"),
+                             ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id")):
             try:
                 self.falkor.execute(f"CREATE INDEX FOR (n:{label}) ON (n.{field})")
             except redis.ResponseError as exc:
@@ -153,7 +157,7 @@ class GraphStore:
             params["threshold"] = importance_threshold
         columns = self.falkor.columns(
             f"MATCH (m:Memory) WHERE {where} RETURN m.id, id(m), m.timestamp, m.last_accessed, m.importance, "
-            f"m.confidence, m.relevance_score, {DEGREE}",
+            f"m.confidence, m.relevance_score, {DEGREE}, {SUPERSEDED}",
             params,
         )
         return _scoring_inputs(columns)
@@ -209,7 +213,7 @@ class GraphStore:
 
     def create_associations(self, relation: str, rows: Sequence[dict[str, Any]]) -> None:
         """Create `relation` edges {a, b, props}; a pair that gained an edge meanwhile is left alone."""
-        if relation not in ("DISCOVERED", "CONTRADICTS"):
+        if relation != "DISCOVERED":
             raise ValueError(f"unknown association relation {relation}")
         self.falkor.write_chunks(
             "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) WHERE NOT (a)--(b) "
@@ -288,16 +292,19 @@ class GraphStore:
         """Every memory, archived ones too, with what the forgetting rules look at."""
         columns = self.falkor.columns(
             "MATCH (m:Memory) RETURN m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, "
-            f"m.relevance_score, {DEGREE}, m.archived, m.type, m.protected, m.protected_reason"
+            f"m.relevance_score, {DEGREE}, {SUPERSEDED}, m.archived, m.type, m.protected, m.protected_reason, "
+            "m.restored_at"
         )
         if not columns:
-            return ForgetInputs(_scoring_inputs([]), np.zeros(0, bool), [], np.zeros(0, bool), [])
+            empty = np.zeros(0)
+            return ForgetInputs(_scoring_inputs([]), np.zeros(0, bool), [], np.zeros(0, bool), [], empty)
         return ForgetInputs(
-            scoring=_scoring_inputs(columns[:8]),
-            archived=booleans(columns[8]),
-            types=[t or "Memory" for t in columns[9]],
-            protected=booleans(columns[10]),
-            protected_reasons=list(columns[11]),
+            scoring=_scoring_inputs(columns[:9]),
+            archived=booleans(columns[9]),
+            types=[t or "Memory" for t in columns[10]],
+            protected=booleans(columns[11]),
+            protected_reasons=list(columns[12]),
+            restored=epoch_seconds(columns[13]),
         )
 
     def archive(self, ids: Sequence[str], archived_at: str) -> None:
@@ -307,17 +314,19 @@ class GraphStore:
             at=archived_at,
         )
 
-    def unarchive(self, memory_id: str) -> None:
+    def unarchive(self, memory_id: str, restored_at: str) -> None:
+        """Back from the archive; the restore counts as a use and starts a fresh grace period."""
         self.falkor.execute(
-            "MATCH (m:Memory {id: $id}) SET m.archived = false, m.archived_at = null", {"id": memory_id}
+            "MATCH (m:Memory {id: $id}) SET m.archived = false, m.archived_at = null, m.last_accessed = $at, "
+            "m.restored_at = $at", {"id": memory_id, "at": restored_at}
         )
 
 
 def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:
     if not columns:
         empty = np.zeros(0)
-        return ScoringInputs([], np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty)
-    ids, node_ids, created, accessed, importance, confidence, relevance, degree = columns
+        return ScoringInputs([], np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty, np.zeros(0, bool))
+    ids, node_ids, created, accessed, importance, confidence, relevance, degree, superseded = columns
     return ScoringInputs(
         ids=list(ids),
         node_ids=np.array(node_ids, dtype=np.int64),
@@ -327,4 +336,5 @@ def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:
         confidence=floats(confidence),
         relevance=floats(relevance),
         relationship_counts=np.array(degree, dtype=np.float64),
+        superseded=booleans(superseded),
     )

@@ -20,26 +20,7 @@ class TombstoneStore:
         self.falkor = falkor
 
     def snapshot(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Each memory's properties, labels and edges (to other memories), keyed by memory id."""
-        found: dict[str, dict[str, Any]] = {}
-        rows = self.falkor.records(
-            "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, properties(m), labels(m)",
-            {"ids": list(ids)},
-            read_only=True,
-        )
-        for memory_id, props, labels in rows:
-            found[memory_id] = {"properties": dict(props), "labels": list(labels), "edges": []}
-        edges = self.falkor.records(
-            "UNWIND $ids AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) "
-            "RETURN m.id, type(r), id(startNode(r)) = id(m), properties(r), o.id",
-            {"ids": list(found)},
-            read_only=True,
-        )
-        for memory_id, relation, outgoing, props, other_id in edges:
-            found[memory_id]["edges"].append(
-                {"type": relation, "outgoing": bool(outgoing), "properties": dict(props), "other_id": other_id}
-            )
-        return found
+        return snapshot(self.falkor, ids)
 
     def write_pending(self, tombstones: Sequence[dict[str, Any]]) -> None:
         rows = [{**t, "memory": json.dumps(t["memory"]), "edges": json.dumps(t["edges"]), "state": "pending"}
@@ -99,21 +80,14 @@ class TombstoneStore:
         return tombstone
 
     def restore_node(self, tombstone: dict[str, Any], restored_at: str) -> int:
-        """Recreate the node and every edge whose other end still exists; idempotent. Returns edges restored."""
+        """Recreate the node and every edge whose other end still exists; idempotent. Returns edges restored.
+        The restore counts as a use and starts a fresh grace period."""
         memory = tombstone["memory"]
         labels = ":Memory:MetaPattern" if "MetaPattern" in memory["labels"] else ":Memory"
-        props = {**memory["properties"], "archived": False, "archived_at": None, "restored_at": restored_at}
+        props = {**memory["properties"], "archived": False, "archived_at": None, "restored_at": restored_at,
+                 "last_accessed": restored_at}
         self.falkor.execute(f"MERGE (m{labels} {{id: $id}}) SET m = $props", {"id": props["id"], "props": props})
-        restored = 0
-        for (relation, outgoing), edges in _edge_groups(tombstone["edges"]).items():
-            pattern = f"(m)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(m)"
-            rows = self.falkor.execute(
-                "MATCH (m:Memory {id: $id}) UNWIND $rows AS e MATCH (o:Memory {id: e.other_id}) "
-                f"MERGE {pattern} SET r = e.properties RETURN count(r)",
-                {"id": props["id"], "rows": edges},
-            )
-            restored += int(rows[0][0]) if rows else 0
-        return restored
+        return restore_edges(self.falkor, props["id"], tombstone["edges"])
 
     def mark_restored(self, tombstone_id: str, restored_at: str) -> None:
         self.falkor.execute(
@@ -131,12 +105,49 @@ class TombstoneStore:
         return int(rows[0][0]) if rows else 0
 
 
-def _edge_groups(edges: Sequence[dict[str, Any]]) -> dict[tuple[str, bool], list[dict[str, Any]]]:
+def snapshot(falkor: Falkor, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each memory's properties, labels and edges (to other memories), keyed by memory id."""
+    found: dict[str, dict[str, Any]] = {}
+    rows = falkor.records(
+        "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, properties(m), labels(m)",
+        {"ids": list(ids)},
+        read_only=True,
+    )
+    for memory_id, props, labels in rows:
+        found[memory_id] = {"properties": dict(props), "labels": list(labels), "edges": []}
+    edges = falkor.records(
+        "UNWIND $ids AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) "
+        "RETURN m.id, type(r), id(startNode(r)) = id(m), properties(r), o.id",
+        {"ids": list(found)},
+        read_only=True,
+    )
+    for memory_id, relation, outgoing, props, other_id in edges:
+        found[memory_id]["edges"].append(
+            {"type": relation, "outgoing": bool(outgoing), "properties": dict(props), "other_id": other_id}
+        )
+    return found
+
+
+def restore_edges(falkor: Falkor, memory_id: str, edges: Sequence[dict[str, Any]]) -> int:
+    """Recreate these edges of a memory whose other end still exists (MERGE: twice changes nothing)."""
+    restored = 0
+    for (relation, outgoing), group in edge_groups(edges).items():
+        pattern = f"(m)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(m)"
+        rows = falkor.execute(
+            "MATCH (m:Memory {id: $id}) UNWIND $rows AS e MATCH (o:Memory {id: e.other_id}) "
+            f"MERGE {pattern} SET r = e.properties RETURN count(r)",
+            {"id": memory_id, "rows": group},
+        )
+        restored += int(rows[0][0]) if rows else 0
+    return restored
+
+
+def edge_groups(edges: Sequence[dict[str, Any]]) -> dict[tuple[str, bool], list[dict[str, Any]]]:
     """Edges grouped by (relation, direction): Cypher cannot take a relation type as a parameter."""
     groups: dict[tuple[str, bool], list[dict[str, Any]]] = defaultdict(list)
     for edge in edges:
         if RELATION_NAME.match(edge["type"]):
             groups[(edge["type"], edge["outgoing"])].append(
-                {"other_id": edge["other_id"], "properties": edge["properties"]}
+                {key: value for key, value in edge.items() if key not in ("type", "outgoing")}
             )
     return groups

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..clusters import ClusterMatch, match_clusters
 from ..scoring import DEFAULT_IMPORTANCE, relevance_scores
-from ..similarity import clusters, normalized, similar_pairs
+from ..similarity import clusters, normalized
 from ..stores.vectors import VectorPoint
 from ..summaries import ClusterMember, type_mix
 from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
@@ -27,9 +27,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ids, matrix = ctx.vectors.vectors(ctx.graph.cluster_candidates(MIN_RELEVANCE))
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
-    rows, cols = similar_pairs(unit, settings.consolidation_cluster_similarity,
-                               settings.consolidation_cluster_exact_limit, settings.consolidation_cluster_probe_cells,
-                               progress=ctx.progress)
+    rows, cols, _ = ctx.neighbours.pairs(ids, unit, settings.consolidation_cluster_similarity, ctx.progress)
     groups = clusters(len(ids), rows, cols, settings.consolidation_cluster_min_size)
     matches, retired = match_clusters([frozenset(ids[i] for i in g) for g in groups], ctx.graph.meta_patterns())
     changed = [(m, g) for m, g in zip(matches, groups) if m.pattern_id is None or m.members != m.previous_members]

@@ -8,8 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from ..lifecycle import Lifecycle
+from ..neighbours import NeighbourGraph
 from ..settings import Settings
 from ..stores.graph import GraphStore
+from ..stores.hygiene import HygieneStore
 from ..stores.vectors import VectorStore
 from ..summaries import Summarizer
 
@@ -22,10 +24,12 @@ def _ignore_progress(processed: int, total: int) -> None:
 class TaskContext:
     settings: Settings
     graph: GraphStore
+    hygiene: HygieneStore
     vectors: VectorStore
     lifecycle: Lifecycle
     summarizer: Summarizer
     now: datetime
+    neighbours: NeighbourGraph
     progress: Callable[[int, int], None] = field(default=_ignore_progress)
 
 

@@ -21,6 +21,7 @@ ALGORITHM = "creative_association"
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     sample = ctx.graph.sample_memories(MIN_RELEVANCE, ctx.settings.consolidation_creative_sample_size)
+    kinds = frozenset(ctx.settings.consolidation_creative_kinds)  # kinds measured below 0.9 precision are off
     ctx.progress(0, len(sample))
     linked = ctx.graph.linked_pairs([m.id for m in sample])
     with_vectors, matrix = ctx.vectors.vectors([m.id for m in sample])
@@ -34,11 +35,10 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         considered += 1
         similarity = float(similarities[row_of[first.id], row_of[second.id]])
         edge = _edge(first, second, similarity, to_iso(ctx.now))
-        if edge:
+        if edge and edge["props"]["kind"] in kinds:
             edges.append(edge)
     if not dry_run:
-        for relation in ("CONTRADICTS", "DISCOVERED"):
-            ctx.graph.create_associations(relation, [e for e in edges if e["relation"] == relation])
+        ctx.graph.create_associations("DISCOVERED", edges)
     ctx.progress(len(sample), len(sample))
     return {
         "memories_processed": len(sample),

@@ -64,9 +64,10 @@ def _graph_write(ctx, inputs, rows, scores, ids, part, mirrored) -> None:
 
 
 def current_relevance(inputs: ScoringInputs, now: datetime) -> np.ndarray:
-    """The formula applied at `now`; a missing creation time counts as now, a missing access as the creation."""
+    """The formula applied at `now`; a missing creation time counts as now, a missing access as the creation,
+    and a superseded memory's uses no longer count: it decays as if unused since it was made."""
     created = np.where(np.isnan(inputs.created), now.timestamp(), inputs.created)
-    accessed = np.where(np.isnan(inputs.last_accessed), created, inputs.last_accessed)
+    accessed = np.where(np.isnan(inputs.last_accessed) | inputs.superseded, created, inputs.last_accessed)
     return relevance_scores(
         age_days=days_between(created, now),
         days_since_access=days_between(accessed, now),

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import numpy as np
+
 from ..rules import ForgetDecision, ForgetPolicy, forget_decisions
 from ..timeutil import days_between, to_iso
 from .context import TaskContext, capped
@@ -29,8 +31,10 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ctx.progress(0, len(scoring))
     # Forgetting judges each memory by its relevance now, not by a stored score decay may not have refreshed.
     relevance = current_relevance(scoring, ctx.now)
+    # A restore starts a fresh grace period: the age that protects a memory counts from the later of the two.
+    grace_from = np.fmax(scoring.created, inputs.restored)
     decisions = forget_decisions(
-        policy_of(settings), scoring.ids, relevance, inputs.archived, days_between(scoring.created, ctx.now),
+        policy_of(settings), scoring.ids, relevance, inputs.archived, days_between(grace_from, ctx.now),
         scoring.importance, inputs.types, inputs.protected, inputs.protected_reasons,
     )
     to_archive = [d.memory_id for d in decisions if d.action == "archive"]

@@ -1,0 +1,530 @@
+"""Reading a memory's text as a fact (pure): its key — what two restatements of one fact share — and, when the
+text announces a change ("moved from X to Y", "no longer X", "now Y instead of X"), its subject, old and new value.
+
+The key keeps what decides whether two sentences state the same fact: entities, numbers with their units,
+negation, and the side of a relation each word is on ("tabs over spaces" is not "spaces over tabs"). It drops
+what restatements vary: casing, punctuation, word order, inflection, function words, the framing of a statement
+("we decided to use", "note that", "it was chosen"), and common abbreviations.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
+
+NOT, CHANGE, PREFER = "NOT", "CHANGE", "PREFER"
+
+# Function words and the framing of a statement: restatements add, drop and vary these freely.
+STOPWORDS = frozenset("""
+a an the this that these those there here it its itself they them their theirs we us our ours i me my mine you
+your yours he him his she her hers who whom whose which what where when why how is are was were be been being am
+do does did done doing have has had having will would shall should can could may might must of for in on at by
+with as into onto about via per and or but so if then also again still too just really definitely certainly
+indeed basically actually simply very quite pretty please officially finally currently always each every any
+some all both one ones thing things stuff way ok okay yes
+""".split())
+FRAME_WORDS = frozenset("""
+decide decides decided deciding decision decisions choose chooses chose chosen choosing choice pick picks picked
+select selects selected opt opts opted settle settles settled agree agrees agreed go goes going went gone use uses
+used using note notes noted noting remember reminder fyi record recorded log logged mention mentioned say says
+said state states stated confirm confirms confirmed keep keeps kept make makes made get gets got happen happens
+happened happening occur occurs occurred take takes took place established establish set team teams hold
+holds held holding issue issues issued
+""".split())
+PREFERENCE_WORDS = frozenset("""
+prefer prefers preferred preferring preference preferences like likes liked liking love loves loved want wants
+wanted wish wishes enjoy enjoys enjoyed favor favors favored favour favours favoured fond
+""".split())
+DISLIKE_WORDS = frozenset("dislike dislikes disliked hate hates hated".split())
+NEGATORS = frozenset("not no never none nobody nothing neither nor cannot without".split())
+CHANGE_VERBS = frozenset("""
+move moves moved moving change changes changed changing switch switches switched switching migrate migrates
+migrated migrating replace replaces replaced replacing swap swapped shift shifted upgrade upgraded downgrade
+downgraded update updated rename renamed reschedule rescheduled convert converted transition transitioned
+revert reverted become became
+""".split())
+# Changes with a direction keep it: "caching reduced latency" and "caching increased latency" are not one fact.
+UP_VERBS = frozenset("increase increases increased raise raises raised bump bumps bumped extend extends extended "
+                     "grow grows grew expand expands expanded double doubled".split())
+DOWN_VERBS = frozenset("decrease decreases decreased lower lowers lowered reduce reduces reduced shorten shortens "
+                       "shortened cut cuts shrink shrinks shrank halve halved".split())
+STOP_VERBS = frozenset("stop stops stopped quit quits dropped ditched abandoned".split())
+NOW_WORDS = frozenset("now nowadays henceforth".split())
+OVER_WORDS = frozenset("over than versus vs".split())
+UNITS = {
+    "min": "minute", "mins": "minute", "minute": "minute", "minutes": "minute", "sec": "second", "secs": "second",
+    "second": "second", "seconds": "second", "hr": "hour", "hrs": "hour", "hour": "hour", "hours": "hour",
+    "day": "day", "days": "day", "week": "week", "weeks": "week", "wk": "week", "month": "month",
+    "months": "month", "year": "year", "years": "year", "yr": "year", "yrs": "year", "ms": "millisecond",
+    "millisecond": "millisecond", "milliseconds": "millisecond", "percent": "percent", "gb": "gb", "gib": "gb",
+    "mb": "mb", "mib": "mb", "kb": "kb", "tb": "tb",
+}
+NUMBER_WORDS = {word: str(value) for value, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS.update({"thirty": "30", "forty": "40", "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80",
+                     "ninety": "90", "hundred": "100", "thousand": "1000", "dozen": "12", "once": "1",
+                     "twice": "2"})
+NUMBER_WORDS.pop("one")  # "one" is far more often a pronoun ("the new one") than a count
+# Abbreviations that mean the same thing in any team's notes.
+SYNONYMS = {
+    "db": "database", "dbs": "database", "postgres": "postgresql", "pg": "postgresql", "k8s": "kubernetes",
+    "js": "javascript", "ts": "typescript", "py": "python", "repo": "repository", "repos": "repository",
+    "prod": "production", "config": "configuration", "configs": "configuration", "env": "environment",
+    "envs": "environment", "auth": "authentication", "docs": "documentation", "doc": "documentation",
+    "app": "application", "apps": "application", "msg": "message", "msgs": "message", "info": "information",
+    "email": "mail", "e-mail": "mail", "vm": "vm", "vms": "vm", "mon": "monday", "tue": "tuesday",
+    "tues": "tuesday", "wed": "wednesday", "thu": "thursday", "thurs": "thursday", "fri": "friday",
+    "sat": "saturday", "sun": "sunday", "dept": "department", "approx": "approximately", "w": "with",
+    # British and American spellings of one word
+    "favourite": "favorite", "favourites": "favorite", "colour": "color", "colours": "color",
+    "behaviour": "behavior", "organisation": "organization", "organise": "organize", "centre": "center",
+    "licence": "license", "analyse": "analyze", "optimise": "optimize", "prioritise": "prioritize",
+    "cancelled": "canceled", "cancelling": "canceling", "catalogue": "catalog", "grey": "gray",
+    "programme": "program", "travelling": "traveling", "labelled": "labeled", "modelling": "modeling",
+}
+CONTRACTIONS = [(re.compile(p), r) for p, r in (
+    (r"\bcan['’]t\b", "can not"), (r"\bwon['’]t\b", "will not"), (r"\bshan['’]t\b", "shall not"),
+    (r"n['’]t\b", " not"), (r"['’](s|re|ve|ll|d|m)\b", ""), (r"['’]", ""),
+)]
+TOKEN = re.compile(r"[^\W_]+(?:[.:,]\d+)*%?|[,;:.!?()]")
+BOUNDARY = frozenset(",;:.!?()")
+NAME = re.compile(r"[^\W_]+")
+GOES_OUT = re.compile(r"\b(go|goes|going|went|gone) out\b")
+# Phrasal verbs and their one-word nouns are one term: "roll back" / "rollback", "log in" / "login".
+PHRASAL = re.compile(r"\b(roll|log|sign|set|back|check|clean|check|look|shut|start|spin|warm|scale)[\s-]"
+                     r"(back|in|up|out|on|down|off)\b")
+# Prepositions end a value: "replaced MySQL with PostgreSQL | for billing".
+PREPOSITIONS = frozenset("for in on at of as into onto about via per during within until across".split())
+CUES = ("change", "stop_verb", "now", "no_more", "dated")
+CUE_KINDS = frozenset(CUES)
+CONTENT_KINDS = frozenset(("word", "num", "prefer"))
+# Words whose meaning depends on the word before or after them ("no longer", "as of", "one approval").
+CONTEXT_WORDS = frozenset("no longer anymore more one as starting effective forward instead rather am pm ask asks "
+                          "asked asking".split())
+DATE_WORDS = frozenset("""
+january february march april may june july august september october november december jan feb mar apr jun jul aug
+sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday next this
+last week month year quarter q1 q2 q3 q4
+""".split())
+MAX_SPAN = 4
+_stemmer = snowballstemmer.stemmer("english")
+# Words whose alternatives make different facts however close the rest: "staging" is not "production".
+VALUE_WORDS = """
+production staging stage development dev test testing qa sandbox preview local remote ios android web mobile
+desktop mac macos windows linux monday tuesday wednesday thursday friday saturday sunday weekday weekend january
+february march april may june july august september october november december morning afternoon evening night
+daily weekly monthly yearly hourly nightly annually quarterly before after early late earlier later first last
+old new more less most least higher lower faster slower bigger smaller larger always often rarely sometimes
+usually only on off in out up down open closed public private internal external manual automatic enabled
+disabled required optional mandatory minimum maximum same different free paid all some none admin customer
+employee staff contractor guest owner frontend backend client server primary secondary read write left right
+""".split()
+VALUE_STEMS = frozenset(_stemmer.stemWords(VALUE_WORDS))
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a change announcement says: about what (subject), away from what (old), to what (new)."""
+
+    subject: frozenset[str]
+    old: frozenset[str]  # empty when the text does not say
+    new: frozenset[str]  # empty when the text does not say
+    wording: str  # the words that announced it, for reasons
+    direction: frozenset[str] = frozenset()  # UP / DOWN for "raised", "reduced"
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: frozenset[str]
+    change: Change | None
+
+    @property
+    def statement(self) -> frozenset[str]:
+        """What the memory holds true now: for a change, its subject and new value."""
+        if self.change is None:
+            return self.key
+        return self.change.subject | self.change.new
+
+
+@lru_cache(maxsize=65536)
+def read_fact(text: str) -> Fact:
+    tokens = _tokens(text)
+    kinds = {kind for kind, _, _ in tokens}
+    change = _change(tokens) if kinds & CUE_KINDS else None
+    key = _key(tokens, change, kinds)
+    return Fact(key, change)
+
+
+def is_value(term: str, text: str) -> bool:
+    """Whether a key term carries a value rather than wording: a number, a negation, a relation side, a change
+    marker, a name as written in `text` (capitalised inside a sentence, or mixing letters and digits), or a
+    word of a closed class of alternatives (environments, platforms, days, frequencies, opposites)."""
+    return (term[0].isdigit() or term.isupper() or ":" in term or term in VALUE_STEMS
+            or term in names_in(text))
+
+
+@lru_cache(maxsize=65536)
+def names_in(text: str) -> frozenset[str]:
+    """The terms a text writes as names: "PostgreSQL", "iOS", "k8s" (not a capital that only starts a sentence)."""
+    names = set()
+    for match in NAME.finditer(text):
+        word = match.group()
+        start = match.start()
+        sentence_start = start == 0 or text[:start].rstrip()[-1:] in ".!?:;"
+        capital_inside = any(c.isupper() for c in word[1:]) or (word[0].isupper() and not sentence_start)
+        if capital_inside or any(c.isdigit() for c in word):
+            lowered = word.lower()
+            names.add(_stem(SYNONYMS.get(lowered, lowered)))
+    return frozenset(names)
+
+
+def content_words(text: str) -> list[tuple[str, str]]:
+    """The content of a text in order, as (normalised value, word as written): what an embedding should see."""
+    return [(value, original) for kind, value, original in _tokens(text) if kind in ("word", "num", "prefer", "not")]
+
+
+def stem(word: str) -> str:
+    return _stem(word)
+
+
+# --- tokens: (kind, value, original word) -------------------------------------------------------------------
+
+def _tokens(text: str) -> list[tuple[str, str, str]]:
+    """The text as classified tokens: word (a stem), num, not, prefer, change, stop_verb, no_more, now, dated,
+    over, from, to, with, by, prep, boundary."""
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
+    text = text.lower()
+    if ".m" in text:
+        text = re.sub(r"\b([ap])\.m\b\.?", r"\1m", text)  # 3 p.m. is 3 pm
+    if " " in text and PHRASAL.search(text):
+        text = PHRASAL.sub(lambda match: match.group(1) + match.group(2), text)
+    if " out" in text:
+        text = GOES_OUT.sub("go", text)  # "the newsletter goes out on Monday": it is sent, it happens
+    if "'" in text or "’" in text:
+        for pattern, replacement in CONTRACTIONS:
+            text = pattern.sub(replacement, text)
+    if "-" in text or "/" in text or "+" in text or "&" in text:
+        text = re.sub(r"(?<=[^\W_])[-/+&](?=[^\W_])", " ", text)
+    raw = TOKEN.findall(text)
+    tokens: list[tuple[str, str, str]] = []
+    cache = _CLASSIFIED
+    numbers = False
+    for index, word in enumerate(raw):
+        if word in CONTEXT_WORDS:
+            previous = raw[index - 1] if index else ""
+            if word in ("am", "pm") and previous[:1].isdigit() and tokens and tokens[-1][0] == "num":
+                tokens[-1] = ("num", _clock(previous, word), previous + word)  # "10 am" is one time
+                continue
+            following = raw[index + 1] if index + 1 < len(raw) else ""
+            tokens.extend(_classify(word, following, previous))
+            continue
+        classified = cache.get(word)
+        if classified is None:
+            classified = cache[word] = tuple(_classify(word, "", "")) if len(cache) < CACHE_WORDS else ()
+            if not classified and len(cache) >= CACHE_WORDS:
+                classified = tuple(_classify(word, "", ""))
+        tokens.extend(classified)
+        numbers = numbers or bool(classified) and classified[0][0] == "num"
+    return _compound_numbers(tokens) if numbers else tokens
+
+
+def _compound_numbers(tokens: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """Number words that make one number: "twenty five" is 25, "one hundred" 100, "3 thousand" 3000."""
+    joined: list[tuple[str, str, str]] = []
+    for kind, value, original in tokens:
+        if kind == "num" and joined and joined[-1][0] == "num" and _is_count(joined[-1][1]) and _is_count(value):
+            before, now = int(joined[-1][1]), int(value)
+            if now in (100, 1000) and before < now:
+                joined[-1] = ("num", str(before * now), f"{joined[-1][2]} {original}")
+                continue
+            if before >= 20 and before % 10 == 0 and before < 100 and 0 < now < 10 and not original[0].isdigit():
+                joined[-1] = ("num", str(before + now), f"{joined[-1][2]} {original}")
+                continue
+        joined.append((kind, value, original))
+    return joined
+
+
+def _is_count(value: str) -> bool:
+    return value.isdigit()
+
+
+# Words whose classification does not depend on their neighbours, classified once (a bounded cache).
+_CLASSIFIED: dict[str, tuple[tuple[str, str, str], ...]] = {}
+CACHE_WORDS = 200_000
+
+
+def _classify(word: str, following: str, previous: str) -> list[tuple[str, str, str]]:
+    if word in BOUNDARY:
+        return [("boundary", word, word)]
+    if word[0].isdigit():
+        return _number(word)
+    if word == "one":  # a count before a noun ("one approval"), a pronoun otherwise ("the new one")
+        return [("num", "1", word)] if following and following[0].isalpha() and following not in STOPWORDS \
+            and following not in PREPOSITIONS else []
+    if word in NUMBER_WORDS:
+        return [("num", NUMBER_WORDS[word], word)]
+    if word in UNITS:
+        return [("word", UNITS[word], word)]
+    if word == "no" and following == "longer":
+        return []
+    if word == "longer" and previous == "no":
+        return [("stop_verb", CHANGE, "no longer")]
+    if word == "anymore" or word == "more" and previous == "any":
+        return [("no_more", CHANGE, word)]
+    if word in NEGATORS:
+        return [("not", NOT, word)]
+    if word in DISLIKE_WORDS:
+        return [("not", NOT, word), ("prefer", PREFER, word)]
+    if word in PREFERENCE_WORDS or word.startswith("ask") and following in ("for", "again"):
+        return [("prefer", PREFER, word)]  # "asked (again) for X" is wanting X; "asked about X" is not
+    return _classify_verbs_and_relations(word, following, previous)
+
+
+def _classify_verbs_and_relations(word: str, following: str, previous: str) -> list[tuple[str, str, str]]:
+    if word in CHANGE_VERBS:
+        return [("change", CHANGE, word)]
+    if word in UP_VERBS:
+        return [("change", "UP", word)]
+    if word in DOWN_VERBS:
+        return [("change", "DOWN", word)]
+    if word in STOP_VERBS:
+        return [("stop_verb", CHANGE, word)]
+    if word in NOW_WORDS:
+        return [("now", CHANGE, word)]
+    if word == "as" and following == "of" or word in ("starting", "effective") and following in DATE_WORDS:
+        return [("dated", CHANGE, "as of" if word == "as" else word)]
+    if word == "forward" and previous == "going":
+        return [("now", CHANGE, "going forward")]
+    if word in OVER_WORDS or word == "rather" and following == "than":
+        return [] if word == "rather" else [("over", "", word)]
+    if word == "instead":
+        return [("over", "", word)] if following == "of" else [("now", CHANGE, word)]
+    if word in ("from", "to", "with", "by"):
+        return [(word, "", word)]
+    if word in PREPOSITIONS:
+        return [("prep", "", word)]
+    if word in STOPWORDS or word in FRAME_WORDS:
+        return []
+    if word[0] == "v" and len(word) > 1 and word[1].isdigit() and word[1:].replace(".", "").isdigit():
+        return [("num", word[1:], word)]  # v1.29 is version 1.29
+    return [("word", _stem(SYNONYMS.get(word, word)), word)]
+
+
+def _number(word: str) -> list[tuple[str, str, str]]:
+    if word.endswith(("am", "pm")) and word[:-2].replace(":", "").isdigit():
+        return [("num", _clock(word[:-2], word[-2:]), word)]
+    if ":" in word:
+        return [("num", _clock(word, ""), word)]
+    percent = word.endswith("%")
+    digits = word.rstrip("%").replace(",", "")
+    if "." in digits:
+        digits = digits.rstrip("0").rstrip(".")
+    tokens = [("num", digits or "0", word)]
+    return tokens + [("word", "percent", "%")] if percent else tokens
+
+
+def _clock(time: str, half: str) -> str:
+    """A time of day in one spelling, 24-hour HH:MM: 3pm, 3 PM, 15:00 and 3:00 p.m. are all 15:00."""
+    hours, _, minutes = time.partition(":")
+    if not hours.isdigit() or minutes and not minutes.isdigit():
+        return time + half
+    hour = int(hours) % 12 + (12 if half == "pm" else 0) if half else int(hours)
+    return f"{hour:02d}:{int(minutes or 0):02d}"
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _stemmer.stemWord(word)
+
+
+# --- the key ---------------------------------------------------------------------------------------------------
+
+def _key(tokens: list[tuple[str, str, str]], change: Change | None, kinds: set[str]) -> frozenset[str]:
+    """Content stems and numbers; NOT if the statement is negated; relation sides tagged (OVER:x, FROM:x, TO:x).
+    A change's key is what it makes true (its subject and new value), however it was announced ("moved from
+    Tuesday to Thursday", "now on Thursday"), and never equals a plain statement's; a change that names no new
+    value keeps its direction ("reduced" is not "increased")."""
+    if change is not None:
+        direction = () if change.new else change.direction
+        return frozenset({CHANGE, *change.subject, *change.new, *direction})
+    if "over" not in kinds and "from" not in kinds:  # no relation sides to tag: the common case, made fast
+        key = {value for kind, value, _ in tokens if kind in CONTENT_KINDS}
+        if "not" in kinds and sum(1 for kind, _, _ in tokens if kind == "not") % 2:
+            key.add(NOT)
+        return frozenset(key)
+    key: set[str] = set()
+    negations = 0
+    role, tagged = None, 0
+    clause_has_from = False
+    for index, (kind, value, _) in enumerate(tokens):
+        if kind == "boundary":
+            role, clause_has_from = None, False
+        elif kind == "not":
+            negations += 1
+        elif kind == "over":
+            role, tagged = "OVER", 0
+        elif kind == "from" and _to_ahead(tokens, index):
+            role, tagged, clause_has_from = "FROM", 0, True
+        elif kind == "to" and clause_has_from:
+            role, tagged = "TO", 0
+        elif kind in ("word", "num", "prefer"):
+            key.add(f"{role}:{value}" if role else value)
+            tagged += 1
+            if role == "OVER":  # "tabs over spaces is what the user prefers": only "spaces" is the other side
+                role = None
+        elif kind in ("prep", "with", "by") and role in ("OVER", "TO") and tagged:
+            role = None  # "to Denver | on Friday"
+    if negations % 2:
+        key.add(NOT)
+    return frozenset(key)
+
+
+def _to_ahead(tokens, index: int) -> bool:
+    """Whether a "to" follows in the same clause ("from X to Y" is a relation; "data from Stripe" is not)."""
+    for kind, _, _ in tokens[index + 1:]:
+        if kind == "boundary":
+            return False
+        if kind == "to":
+            return True
+    return False
+
+
+# --- change announcements --------------------------------------------------------------------------------------
+
+def _change(tokens: list[tuple[str, str, str]]) -> Change | None:
+    """The change a text announces, if it announces one; values are read from the words around the cue."""
+    kinds = [kind for kind, _, _ in tokens]
+    old: list[str] = []
+    new: list[str] = []
+    used: set[int] = set()
+    cue_words = [original for kind, _, original in tokens if kind in CUES]
+    directions = {value for kind, value, _ in tokens if kind == "change" and value != CHANGE}
+    for index, (kind, _, _) in enumerate(tokens):
+        if kind == "dated":
+            _skip_date(tokens, index + 1, used)
+        elif kind == "from" and (_to_ahead(tokens, index) or _cue_before(kinds, index)):
+            old += _span(tokens, index + 1, used, stop_at=("to",), whole_clause=True)
+        elif kind == "to" and "from" in kinds[:index]:  # "from X to Y": Y runs to the end of its clause
+            new += _span(tokens, index + 1, used, whole_clause=True)
+        elif kind == "to" and _cue_before(kinds, index):
+            new += _span(tokens, index + 1, used)
+        elif kind == "over":
+            replaced = _span(tokens, index + 1, used, whole_clause=True)
+            old += replaced
+            new += _span_before(tokens, index, used, len(replaced))
+        elif kind in ("with", "by") and _replace_before(tokens, index):
+            new += _span(tokens, index + 1, used)
+        elif kind == "stop_verb":
+            old += _span(tokens, index + 1, used, stop_at=("now",), whole_clause=True)
+            new += _later_clauses(tokens, index, used)
+        elif kind == "no_more":
+            old += _negated_before(tokens, index, used)
+            new += _later_clauses(tokens, index, used)
+    # After "now" / "as of" nothing says which words are the new value: such a change is matched by the one
+    # value it substitutes (see hygiene.supersedes).
+    replaced = _replaced_object(tokens, used)
+    old += replaced
+    subject = frozenset(value for index, (kind, value, _) in enumerate(tokens)
+                        if index not in used and kind in ("word", "num", "prefer"))
+    negated = sum(1 for index, (kind, _, _) in enumerate(tokens) if kind == "not" and index not in used) % 2
+    if negated:
+        subject = subject | {NOT}
+    return Change(subject, frozenset(old), frozenset(new), " ".join(dict.fromkeys(cue_words)), frozenset(directions))
+
+
+def _span(tokens, start: int, used: set[int], stop_at: tuple[str, ...] = (), whole_clause: bool = False) -> list[str]:
+    """Up to MAX_SPAN content values from `start`, to the end of the clause, a word of `stop_at`, or (unless
+    `whole_clause`) a preposition after the first value."""
+    values = []
+    for index in range(start, len(tokens)):
+        kind, value, _ = tokens[index]
+        if index in used:
+            continue
+        if kind == "boundary" or kind in stop_at or kind in ("over", "from", "change", "stop_verb", "no_more") or \
+                len(values) == MAX_SPAN or kind in ("prep", "with", "by", "to") and values and not whole_clause:
+            break
+        if kind in ("word", "num", "prefer"):
+            values.append(value)
+            used.add(index)
+        elif kind == "not":
+            used.add(index)
+    return values
+
+
+def _skip_date(tokens, start: int, used: set[int]) -> None:
+    """The date after "as of" / "starting" says when, not what: it is neither subject nor value."""
+    for index in range(start, min(start + 3, len(tokens))):
+        kind, value, original = tokens[index]
+        if kind == "prep" or kind == "num" or original in DATE_WORDS:
+            used.add(index)
+        else:
+            return
+
+
+def _negated_before(tokens, end: int, used: set[int]) -> list[str]:
+    """"not X anymore": X is what stands between the negation and "anymore" (the negation is part of the cue)."""
+    for index in range(end - 1, -1, -1):
+        kind = tokens[index][0]
+        if kind == "boundary":
+            return []
+        if kind == "not":
+            used.add(index)
+            return _span(tokens, index + 1, used, stop_at=("no_more",))
+    return []
+
+
+def _span_before(tokens, end: int, used: set[int], count: int) -> list[str]:
+    """The value right before "instead of" / "over": as many content words as the value after it has
+    ("imperial units in reports | instead of | metric units in reports"), prepositions skipped."""
+    values: list[str] = []
+    for index in range(end - 1, -1, -1):
+        kind, value, _ = tokens[index]
+        if kind == "prep":
+            continue
+        if kind not in ("word", "num") or index in used or len(values) == max(1, count):
+            break
+        values.append(value)
+        used.add(index)
+    return values
+
+
+def _later_clauses(tokens, cue: int, used: set[int]) -> list[str]:
+    """"No longer X; Y instead": what a later clause states is the new value (when no "now ..." says it)."""
+    boundary = next((i for i in range(cue, len(tokens)) if tokens[i][0] == "boundary"), None)
+    if boundary is None:
+        return []
+    values = []
+    for index in range(boundary + 1, len(tokens)):
+        kind, value, _ = tokens[index]
+        if kind in ("word", "num") and index not in used:
+            values.append(value)
+            used.add(index)
+    return values
+
+
+def _replaced_object(tokens, used: set[int]) -> list[str]:
+    """"replaced X with Y": X is what stands between the verb and "with"."""
+    for index, (kind, _, original) in enumerate(tokens):
+        if kind == "change" and original.startswith("replac"):
+            end = next((i for i in range(index + 1, len(tokens)) if tokens[i][0] in ("with", "boundary")), None)
+            if end is not None and tokens[end][0] == "with":
+                return _span(tokens, index + 1, used, stop_at=("with",))
+    return []
+
+
+def _replace_before(tokens, index: int) -> bool:
+    return any(kind == "change" and original.startswith(("replac", "swap")) for kind, _, original in tokens[:index])
+
+
+def _cue_before(kinds: list[str], index: int) -> bool:
+    return any(kind == "change" for kind in kinds[:index])
+
+
+def _is_unit(value: str) -> bool:
+    return value in UNITS.values()

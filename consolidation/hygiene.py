@@ -1,0 +1,395 @@
+"""Memory hygiene rules (pure): which memories state one fact, which one they merge into, and which newer memory
+supersedes or contradicts an older one. The dedup task feeds them memories and similar pairs and writes the result.
+
+Two memories state the same fact when they are of one type, their vectors are similar, and their facts' keys
+(facts.read_fact) are equal: a look-alike differing in one entity, number, negation or relation side has another
+key, however close its vector. A memory announcing a change ("moved from X to Y", "no longer X", "now ...")
+supersedes an older memory that states the old value about the same subject; when the order is not clear
+(the announcement is not newer than the statement it changes), the two contradict each other instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse.csgraph import connected_components
+
+from .facts import NOT, PREFER, Change, Fact, is_value, read_fact
+from .similarity import Pairs
+
+# Two memories less than this apart have no clear order.
+ORDER_TOLERANCE_SECONDS = 60.0
+# At most this many words of an older statement may lie outside a change's subject and values (a qualifier
+# such as "staging"), and only when no other statement matches better.
+MAX_EXTRA_WORDS = 1
+# A change that names the old value is anchored by it: the older statement may be worded more freely.
+MAX_EXTRA_WORDS_NAMED = 3
+PAIR_CHUNK = 200_000
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What the rules know of an active memory."""
+
+    id: str
+    type: str
+    fact: Fact
+    created: float  # epoch seconds, NaN when unknown
+    connections: int
+    access_count: int
+    protected: bool = False
+    distinct_from: frozenset[str] = field(default_factory=frozenset)
+    superseded: bool = False
+    content: str = ""
+    merged_texts: tuple[str, ...] = ()  # what earlier runs merged into it: it stands for those texts too
+
+    @property
+    def variants(self) -> list[tuple[frozenset[str], str]]:
+        return [(self.fact.key, self.content), *((read_fact(text).key, text) for text in self.merged_texts)]
+
+
+@dataclass(frozen=True)
+class Merge:
+    into: str
+    duplicates: tuple[str, ...]
+    similarity: float  # the lowest similarity of the pairs that joined the group
+    reason: str
+
+
+@dataclass(frozen=True)
+class Supersession:
+    newer: str
+    older: str
+    confidence: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Contradiction:
+    a: str
+    b: str
+    confidence: float
+    reason: str
+
+
+# --- duplicates -----------------------------------------------------------------------------------------------
+
+def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray,
+                     similarities: np.ndarray) -> tuple[list[Merge], Pairs]:
+    """Merges for the similar pairs (rows[k], cols[k]) that state one fact, and the similar pairs of one type
+    kept apart because their facts differ (look-alikes). Groups are complete-link: every two members state one
+    fact, so "deploys", "staging deploys" and "production deploys" never end up in one group."""
+    facts: dict = {}
+    types: dict = {}
+    fact_ids = np.fromiter((facts.setdefault((c.type, c.fact.key), len(facts)) for c in candidates), np.int64,
+                           len(candidates))
+    type_ids = np.fromiter((types.setdefault(c.type, len(types)) for c in candidates), np.int64, len(candidates))
+    same_type = type_ids[rows] == type_ids[cols]
+    joined = fact_ids[rows] == fact_ids[cols]
+    for k in np.flatnonzero(_one_term_apart(candidates, rows, cols) & same_type & ~joined):
+        joined[k] = compatible(candidates[rows[k]], candidates[cols[k]])
+    apart = same_type & ~joined
+    kept_apart = Pairs(rows[apart], cols[apart], similarities[apart])
+    rows, cols, similarities = rows[joined], cols[joined], similarities[joined]
+    if rows.size == 0:
+        return [], kept_apart
+    n = len(candidates)
+    _, labels = connected_components(coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n)), directed=False)
+    lowest: dict[int, float] = defaultdict(lambda: 1.0)
+    for label, similarity in zip(labels[rows].tolist(), similarities.tolist()):
+        lowest[label] = min(lowest[label], similarity)
+    members: dict[int, list[Candidate]] = defaultdict(list)
+    for index in np.unique(np.concatenate([rows, cols])).tolist():
+        members[int(labels[index])].append(candidates[index])
+    merges = []
+    for label, component in sorted(members.items(), key=lambda item: min(c.id for c in item[1])):
+        for group in _complete_link(canonical_order(component)):
+            merges.extend(_merges_of(group, lowest[label]))
+    return merges, kept_apart
+
+
+def one_fact(first: tuple[frozenset[str], str], second: tuple[frozenset[str], str]) -> bool:
+    """Two texts' keys state one fact: equal, or one adds a single word that is wording, not a value ("again",
+    "in review"); a number, negation, relation side, name or value word added makes another fact."""
+    (a, text_a), (b, text_b) = first, second
+    if a == b:
+        return True
+    if len(a ^ b) != 1:
+        return False
+    term = next(iter(a ^ b))
+    # A preference stated or implied ("prefers X" / "always picks X") is one fact; any other value is not.
+    return term == PREFER or not is_value(term, text_a if term in a else text_b)
+
+
+def compatible(x: Candidate, y: Candidate) -> bool:
+    """Whether two memories (and everything merged into each) state one fact."""
+    return x.type == y.type and all(one_fact(u, v) for u in x.variants for v in y.variants)
+
+
+def _one_term_apart(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Which pairs' keys differ by exactly one term on one side (vectorised: key sizes and shared-term counts)."""
+    vocabulary: dict[str, int] = {}
+    indptr, indices = [0], []
+    for candidate in candidates:
+        indices.extend(vocabulary.setdefault(term, len(vocabulary)) for term in candidate.fact.key)
+        indptr.append(len(indices))
+    incidence = csr_matrix((np.ones(len(indices), np.int32), indices, indptr),
+                           shape=(len(candidates), max(1, len(vocabulary))))
+    sizes = np.diff(incidence.indptr)
+    result = np.zeros(rows.size, dtype=bool)
+    close = np.flatnonzero(np.abs(sizes[rows] - sizes[cols]) == 1)
+    for start in range(0, close.size, PAIR_CHUNK):
+        part = close[start:start + PAIR_CHUNK]
+        shared = np.asarray(incidence[rows[part]].multiply(incidence[cols[part]]).sum(axis=1)).ravel()
+        result[part] = shared == np.minimum(sizes[rows[part]], sizes[cols[part]])
+    return result
+
+
+def _complete_link(ordered: list[Candidate]) -> list[list[Candidate]]:
+    """Split a connected group so every two members state one fact; the best-ranked members come first."""
+    groups: list[list[Candidate]] = []
+    for member in ordered:
+        home = next((g for g in groups if all(compatible(member, other) for other in g)), None)
+        if home is None:
+            groups.append([member])
+        else:
+            home.append(member)
+    return groups
+
+
+def canonical_order(group: Sequence[Candidate]) -> list[Candidate]:
+    """Most connected, then most used, then oldest (then id, so the choice never depends on input order);
+    protected memories first, since a merge never archives them."""
+    def rank(c: Candidate):
+        created = c.created if not math.isnan(c.created) else math.inf
+        return (not c.protected, -c.connections, -c.access_count, created, c.id)
+
+    return sorted(group, key=rank)
+
+
+def _merges_of(group: Sequence[Candidate], similarity: float) -> list[Merge]:
+    """The canonical takes every member it may; a member an administrator set apart from it (a restore), or a
+    protected one, stays, and the members left form their own group."""
+    merges = []
+    remaining = canonical_order(group)
+    while len(remaining) > 1:
+        canonical, rest = remaining[0], remaining[1:]
+        taken = [m for m in rest if not m.protected and m.id not in canonical.distinct_from
+                 and canonical.id not in m.distinct_from]
+        if taken:
+            terms = ", ".join(sorted(canonical.fact.key))
+            merges.append(Merge(canonical.id, tuple(m.id for m in taken), round(similarity, 6),
+                                f"same type ({canonical.type}) and same entities, numbers and values: {terms}"))
+        remaining = [m for m in rest if m not in taken and not m.protected]
+    return merges
+
+
+def merged_fields(canonical: dict, duplicates: Sequence[dict], most_uses: int) -> dict:
+    """The canonical's fields after a merge: uses summed, the highest importance, confidence and last use, and
+    every tag (the canonical's first)."""
+    everyone = [canonical, *duplicates]
+    tags = list(dict.fromkeys(t for m in everyone for t in (m.get("tags") or [])))
+    last_uses = [m["last_accessed"] for m in everyone if isinstance(m.get("last_accessed"), str)]
+    return {
+        "access_count": min(most_uses, sum(int(m.get("access_count") or 0) for m in everyone)),
+        "importance": max(_number(m.get("importance")) for m in everyone),
+        "confidence": max(_number(m.get("confidence")) for m in everyone),
+        "last_accessed": max(last_uses, key=_instant) if last_uses else canonical.get("last_accessed"),
+        "tags": tags,
+    }
+
+
+def _number(value) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.5
+
+
+def _instant(iso: str) -> float:
+    from .timeutil import epoch_or_nan
+
+    moment = epoch_or_nan(iso)
+    return -math.inf if math.isnan(moment) else moment
+
+
+# --- changes: supersessions and contradictions --------------------------------------------------------------
+
+def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tuple[list[Supersession],
+                                                                                     list[Contradiction]]:
+    """Each memory announcing a change, matched with the older statements it changes; `related(a, b)` says
+    whether two memories' vectors are close enough to be about one thing at all. A memory stands for the texts
+    merged into it as well: any of them may announce, or state, what is matched."""
+    by_term: dict[str, set[int]] = defaultdict(set)
+    for index, candidate in enumerate(candidates):
+        for key, text in candidate.variants:
+            for term in read_fact(text).statement:
+                by_term[term].add(index)
+    supersessions: dict[tuple[str, str], Supersession] = {}
+    contradictions: dict[tuple[str, str], Contradiction] = {}
+    for index, announcer in enumerate(candidates):
+        for change in {read_fact(text).change for _, text in announcer.variants} - {None}:
+            found_s, found_c = [], []
+            for older, extra, reason in _changed_statements(index, change, candidates, by_term, related):
+                _order(announcer, candidates[older], extra, reason, found_s, found_c)
+            for older in _rival_changes(index, change, candidates, by_term, related):
+                _order(announcer, candidates[older], 0, "a later change of the same value", found_s, found_c)
+            for found in found_s:
+                supersessions.setdefault((found.newer, found.older), found)
+            for found in found_c:
+                contradictions.setdefault((found.a, found.b), found)
+    return list(supersessions.values()), list(contradictions.values())
+
+
+def _changed_statements(index: int, change: Change, candidates: Sequence[Candidate], by_term, related):
+    """The statements this change replaces.
+
+    A change that names the old value ("from PostgreSQL") replaces every older statement holding that value
+    and its whole subject, however else it is worded, unless the statements disagree on a qualifier
+    ("staging" vs "production" deploys): then only the unqualified ones. A change that does not name it ("now
+    on Friday") replaces one value of something older: the statements that differ from it in one substituted
+    value, and none if they differ in different values (which one it means is unknown)."""
+    announcer = candidates[index]
+    anchor = change.old or (change.subject | change.new)
+    pool = set.intersection(*(by_term.get(t, set()) for t in anchor)) if change.old else \
+        set().union(*(by_term.get(t, set()) for t in anchor))
+    matches = []
+    for other in pool - {index}:
+        if not change.old and not _before(candidates[other], announcer):
+            continue
+        extra = _best_match(change, candidates[other])
+        if extra is not None and related(announcer, candidates[other]):
+            matches.append((extra, other))
+    chosen = _named_value_matches(matches, candidates) if change.old else _substitution_matches(matches, change,
+                                                                                             candidates)
+    return [(other, len(extra), _reason(change, len(extra))) for extra, other in chosen]
+
+
+def _best_match(change: Change, candidate: Candidate) -> frozenset[str] | None:
+    """The closest match of the change among the texts a memory stands for (a rival change is not one)."""
+    found = []
+    for _, text in candidate.variants:
+        fact = read_fact(text)
+        if fact.change is not None and fact.change.old == change.old:
+            continue
+        extra = match_change(change, fact.statement, text)
+        if extra is not None:
+            found.append(extra)
+    return min(found, key=len) if found else None
+
+
+def _named_value_matches(matches, candidates):
+    qualifiers = {frozenset(t for t in extra if is_value(t, candidates[other].content)) for extra, other in matches}
+    if len(qualifiers - {frozenset()}) > 1:
+        return [(extra, other) for extra, other in matches
+                if not any(is_value(t, candidates[other].content) for t in extra)]
+    return matches
+
+
+def _substitution_matches(matches, change: Change, candidates):
+    if not matches:
+        return []
+    fewest = min(len(extra) for extra, _ in matches)
+    best = [(extra, other) for extra, other in matches if len(extra) == fewest]
+    replaced = {candidates[o].fact.statement - (change.subject | change.new) for _, o in best}
+    return best if (fewest == 0 or len(best) == 1) and len(replaced) == 1 else []
+
+
+def _before(older: Candidate, newer: Candidate) -> bool:
+    gap = newer.created - older.created
+    return not math.isnan(gap) and gap > ORDER_TOLERANCE_SECONDS
+
+
+def match_change(change: Change, statement: frozenset[str], text: str = "") -> frozenset[str] | None:
+    """The words of an older statement beyond what the change says it replaces (empty: exactly the statement
+    changed), or None if the change is not about that statement."""
+    after = change.subject | change.new
+    if change.old:
+        if not change.old <= statement:
+            return None
+        rest = statement - change.old
+        # Every word of the change's subject must be there: "main cluster" vs "analytics cluster" is another
+        # subject, and wording alone cannot tell it from a paraphrase ("primary cluster").
+        if rest and not rest & after or NOT in rest - after or not change.subject <= statement:
+            return None
+        extra = frozenset(rest - after - {PREFER})  # "prefers X" -> "switched from X to Y": implied
+        return extra if len(extra) <= MAX_EXTRA_WORDS_NAMED else None
+    # "Deploys now happen on Friday": the change substitutes one value of the older statement.
+    dropped, added = statement - after, after - statement
+    if not dropped or not added or len(added) > 2 or not statement & after or NOT in dropped | added:
+        return None
+    if change.new and not added <= change.new or not change.new and len(added) != 1:
+        return None
+    extra = frozenset(sorted(dropped - {PREFER})[1:])
+    return extra if len(extra) <= MAX_EXTRA_WORDS else None
+
+
+def _rival_changes(index: int, change: Change, candidates: Sequence[Candidate], by_term, related) -> list[int]:
+    """Older changes of the same value of the same subject to something else ("to Thursday", then "to
+    Friday"); each pair is judged once, from its newer side."""
+    announcer = candidates[index]
+    if not change.old or not change.new or not change.subject:
+        return []
+    pool = set.intersection(*(by_term.get(t, set()) for t in change.subject)) - {index}
+    rivals = []
+    for other in pool:
+        theirs = [read_fact(text).change for _, text in candidates[other].variants]
+        if not any(c is not None and c.old == change.old and c.subject == change.subject and c.new and
+                   c.new != change.new for c in theirs):
+            continue
+        if (_when(candidates[other]), candidates[other].id) < (_when(announcer), announcer.id) and \
+                related(announcer, candidates[other]):
+            rivals.append(other)
+    return rivals
+
+
+def _when(candidate: Candidate) -> float:
+    return -math.inf if math.isnan(candidate.created) else candidate.created
+
+
+def _order(announcer: Candidate, older: Candidate, extra: int, reason: str,
+           supersessions: list[Supersession], contradictions: list[Contradiction]) -> None:
+    """A change newer than what it changes supersedes it; otherwise the order is unclear and they contradict."""
+    gap = announcer.created - older.created
+    if not math.isnan(gap) and gap > ORDER_TOLERANCE_SECONDS:
+        if not older.superseded:
+            confidence = 0.9 if extra == 0 else 0.75
+            supersessions.append(Supersession(announcer.id, older.id, confidence, reason))
+        return
+    if extra > 1 or extra and any(is_value(t, older.content) for t in older.fact.statement - announcer.fact.key):
+        return  # a qualifier apart and no order: too unsure to call it a conflict
+    when = "at the same time as" if not math.isnan(gap) and abs(gap) <= ORDER_TOLERANCE_SECONDS else \
+        "before" if not math.isnan(gap) else "with no known order relative to"
+    a, b = sorted((announcer.id, older.id))
+    contradictions.append(Contradiction(a, b, 0.6 if when == "before" else 0.5,
+                                        f"{reason}, but it was recorded {when} the memory it changes"))
+
+
+def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -> list[Contradiction]:
+    """Two plain statements of one type recorded at the same moment that differ in exactly one value ("closes
+    at 2 pm" / "closes at 3 pm"): a conflict with no order to settle it."""
+    timed = sorted((c.created, i) for i, c in enumerate(candidates) if not math.isnan(c.created))
+    found = []
+    for position, (when, i) in enumerate(timed):
+        for other_when, j in timed[position + 1:]:
+            if other_when - when > ORDER_TOLERANCE_SECONDS:
+                break
+            a, b = candidates[i], candidates[j]
+            if a.type != b.type or a.fact.change is not None or b.fact.change is not None:
+                continue
+            only_a, only_b = a.fact.key - b.fact.key, b.fact.key - a.fact.key
+            if len(only_a) == len(only_b) == 1 and NOT not in only_a | only_b and related(a, b):
+                first, second = sorted((a.id, b.id))
+                found.append(Contradiction(first, second, 0.5, f"recorded at the same time, stating "
+                                           f"{next(iter(only_a))} and {next(iter(only_b))} for the same thing"))
+    return found
+
+
+def _reason(change: Change, extra: int) -> str:
+    values = ""
+    if change.old or change.new:
+        values = f" ({', '.join(sorted(change.old)) or '?'} -> {', '.join(sorted(change.new)) or '?'})"
+    qualifier = "" if extra == 0 else f"; the older one has {extra} more qualifying word"
+    return f"announces a change ({change.wording}){values} of what the older memory states{qualifier}"

@@ -1,0 +1,255 @@
+"""The graph side of memory hygiene: the memories dedup reads, merges with the records that undo them, and the
+SUPERSEDES / CONTRADICTS links between memories.
+
+A merge is written as MergeRecord nodes first (one per duplicate: its properties and edges, the canonical's
+fields before and after), then applied; every step of applying is idempotent, so a merge a crash interrupted is
+completed from its records, and a restore undoes exactly what the record says was done.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .falkor import Falkor, booleans, chunked
+from .tombstones import edge_groups, restore_edges, snapshot
+
+CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed", "tags")
+ACTIVE_MEMORY = "coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'"
+
+
+@dataclass
+class HygieneInputs:
+    """Every active memory dedup looks at, as columns."""
+
+    ids: list[str]
+    types: list[str]
+    contents: list[str]
+    timestamps: list[str | None]
+    connections: list[int]
+    access_counts: list[int]
+    protected: list[bool]
+    superseded: list[bool]
+    distinct_from: dict[str, list[str]]
+    merged_texts: dict[str, list[str]]  # canonical id -> the contents merged into it
+
+
+@dataclass(frozen=True)
+class PlannedMerge:
+    into: str
+    duplicates: tuple[str, ...]
+    similarity: float
+    reason: str
+
+
+class HygieneStore:
+    def __init__(self, falkor: Falkor):
+        self.falkor = falkor
+
+    # --- reading -----------------------------------------------------------------------------------------------
+
+    def inputs(self) -> HygieneInputs:
+        columns = self.falkor.columns(
+            f"MATCH (m:Memory) WHERE {ACTIVE_MEMORY} RETURN m.id, m.type, m.content, m.timestamp, "
+            "indegree(m) + outdegree(m), m.access_count, m.protected, m.superseded_by IS NOT NULL"
+        )
+        if not columns:
+            return HygieneInputs([], [], [], [], [], [], [], [], {}, {})
+        ids, types, contents, timestamps, degrees, uses, protected, superseded = columns
+        distinct = self.falkor.records(
+            f"MATCH (m:Memory) WHERE {ACTIVE_MEMORY} AND m.distinct_from IS NOT NULL RETURN m.id, m.distinct_from",
+            read_only=True)
+        merged_texts: dict[str, list[str]] = {}
+        for canonical, content in self.falkor.execute(
+                "MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory) WHERE coalesce(m.archived, false) = false "
+                "RETURN m.id, d.content", read_only=True):
+            merged_texts.setdefault(canonical, []).append(content or "")
+        return HygieneInputs(
+            ids=list(ids), types=[t or "Memory" for t in types], contents=[c or "" for c in contents],
+            timestamps=list(timestamps), connections=[int(d) for d in degrees],
+            access_counts=[int(u) if str(u).lstrip("-").isdigit() else 0 for u in uses],
+            protected=list(booleans(protected)), superseded=list(booleans(superseded)),
+            distinct_from={memory_id: list(others) for memory_id, others in distinct},
+            merged_texts=merged_texts,
+        )
+
+    def linked_pairs(self, pairs: Sequence[tuple[str, str]]) -> set[frozenset[str]]:
+        """Which of these pairs already have a SUPERSEDES or CONTRADICTS edge (either way)."""
+        found: set[frozenset[str]] = set()
+        for part in chunked([list(p) for p in pairs], 2000):
+            rows = self.falkor.execute(
+                "UNWIND $pairs AS p MATCH (a:Memory {id: p[0]})-[r:SUPERSEDES|CONTRADICTS]-(b:Memory {id: p[1]}) "
+                "RETURN DISTINCT a.id, b.id", {"pairs": list(part)}, read_only=True)
+            found.update(frozenset(row) for row in rows)
+        return found
+
+    # --- merging -----------------------------------------------------------------------------------------------
+
+    def merge(self, merges: Sequence[PlannedMerge], merged_fields, at: str) -> list[str]:
+        """Record, then apply, each merge; `merged_fields(canonical, duplicates)` gives the canonical's new
+        fields. Returns the ids archived as duplicates."""
+        ids = [m.into for m in merges] + [d for m in merges for d in m.duplicates]
+        snapshots = snapshot(self.falkor, ids)
+        records = []
+        for merge in merges:
+            canonical = snapshots[merge.into]["properties"]
+            duplicates = [snapshots[d] for d in merge.duplicates if d in snapshots]
+            before = {f: canonical.get(f) for f in CANONICAL_FIELDS}
+            after = merged_fields(canonical, [d["properties"] for d in duplicates])
+            group = str(uuid.uuid4())
+            records += [{"id": str(uuid.uuid4()), "group_id": group, "canonical_id": merge.into,
+                         "duplicate_id": d["properties"]["id"], "state": "pending", "merged_at": at,
+                         "similarity": merge.similarity, "reason": merge.reason,
+                         "duplicate": json.dumps(d), "canonical_before": json.dumps(before),
+                         "canonical_after": json.dumps(after)} for d in duplicates]
+        self.falkor.write_chunks("UNWIND $rows AS row CREATE (r:MergeRecord) SET r = row", records, chunk=200)
+        self._apply([_decoded(r) for r in records])
+        return [r["duplicate_id"] for r in records]
+
+    def has_pending(self) -> bool:
+        rows = self.falkor.execute("MATCH (r:MergeRecord {state: 'pending'}) RETURN count(r)", read_only=True)
+        return bool(rows and int(rows[0][0]))
+
+    def complete_pending(self) -> list[str]:
+        """Apply the merges a crash left recorded but unfinished; returns their duplicates' ids."""
+        records = self._records("r.state = 'pending'", {})
+        self._apply(records)
+        return [r["duplicate_id"] for r in records]
+
+    def _apply(self, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        self._repoint_edges(records)
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (d:Memory {id: row.duplicate_id}), (c:Memory {id: row.canonical_id}) "
+            "MERGE (d)-[r:MERGED_INTO]->(c) ON CREATE SET r.similarity = row.similarity, r.reason = row.reason, "
+            "r.merged_at = row.merged_at, r.origin = 'consolidation' "
+            "SET d.archived = true, d.archived_at = row.merged_at, d.merged_into = row.canonical_id, "
+            "d.merged_at = row.merged_at",
+            [_row(r) for r in records], chunk=500)
+        # A duplicate that was itself a canonical hands its own duplicates on (their edges moved above).
+        self.falkor.write_chunks(
+            "UNWIND $rows AS cid MATCH (x:Memory)-[:MERGED_INTO]->(c:Memory {id: cid}) "
+            "WHERE x.merged_into <> cid SET x.merged_into = cid",
+            sorted({r["canonical_id"] for r in records}))
+        fields = {r["canonical_id"]: r["canonical_after"] for r in records}
+        self.falkor.write_chunks("UNWIND $rows AS row MATCH (c:Memory {id: row.id}) SET c += row.fields",
+                                 [{"id": c, "fields": f} for c, f in fields.items()], chunk=500)
+        self.falkor.write_chunks("UNWIND $rows AS id MATCH (r:MergeRecord {id: id}) SET r.state = 'done'",
+                                 [r["id"] for r in records])
+
+    def _repoint_edges(self, records: list[dict[str, Any]]) -> None:
+        """Each duplicate's edges move to its canonical (unless the canonical has one like it already), marked
+        with where they came from; then the duplicate's own edges go."""
+        grouped = {r["duplicate_id"] for r in records}
+        moved = []
+        for record in records:
+            for edge in record["duplicate"]["edges"]:
+                if edge["other_id"] in grouped or edge["other_id"] == record["canonical_id"]:
+                    continue
+                props = {**edge["properties"], "repointed_from":
+                         edge["properties"].get("repointed_from", record["duplicate_id"])}
+                moved.append({**edge, "properties": props, "canonical": record["canonical_id"]})
+        for (relation, outgoing), edges in edge_groups(moved).items():
+            pattern = f"(c)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(c)"
+            self.falkor.write_chunks(
+                "UNWIND $rows AS e MATCH (c:Memory {id: e.canonical}), (o:Memory {id: e.other_id}) "
+                f"MERGE {pattern} ON CREATE SET r = e.properties", edges, chunk=500)
+        self.falkor.write_chunks(
+            "UNWIND $rows AS id MATCH (d:Memory {id: id})-[r]-() WHERE type(r) <> 'MERGED_INTO' "
+            "OR id(startNode(r)) <> id(d) DELETE r", sorted(grouped))
+
+    # --- undoing a merge ---------------------------------------------------------------------------------------
+
+    def restore(self, duplicate_id: str, at: str) -> dict[str, Any] | None:
+        """Undo the merge of one duplicate: its properties and edges back, the edges it lent the canonical
+        gone, the canonical's fields as they would be without it. None if no merge of it is on record."""
+        found = self._records("r.duplicate_id = $id AND r.state = 'done'", {"id": duplicate_id})
+        if not found:
+            return None
+        record = max(found, key=lambda r: r["merged_at"])
+        canonical_id = record["canonical_id"]
+        others = self._records("r.group_id = $group AND r.state = 'done' AND r.duplicate_id <> $id",
+                               {"group": record["group_id"], "id": duplicate_id})
+        # The edges it lent sit on the canonical, or one merge further if the canonical was merged since.
+        self.falkor.execute(
+            "MATCH (c:Memory {id: $canonical}) OPTIONAL MATCH (c)-[:MERGED_INTO]->(next:Memory) "
+            "WITH [c] + CASE WHEN next IS NULL THEN [] ELSE [next] END AS holders UNWIND holders AS h "
+            "MATCH (h)-[r]-() WHERE r.repointed_from = $id DELETE r",
+            {"canonical": canonical_id, "id": duplicate_id})
+        self.falkor.execute("MATCH (d:Memory {id: $id})-[r:MERGED_INTO]->() DELETE r", {"id": duplicate_id})
+        props = {**record["duplicate"]["properties"], "archived": False, "last_accessed": at, "restored_at": at}
+        props["distinct_from"] = sorted({*props.get("distinct_from", []), canonical_id})
+        self.falkor.execute("MATCH (d:Memory {id: $id}) SET d = $props", {"id": duplicate_id, "props": props})
+        edges = restore_edges(self.falkor, duplicate_id, record["duplicate"]["edges"])
+        self._set_canonical_apart(canonical_id, duplicate_id, record, others)
+        self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.state = 'restored', r.restored_at = $at",
+                            {"id": record["id"], "at": at})
+        return {"canonical_id": canonical_id, "edges_restored": edges, "memory": props}
+
+    def _set_canonical_apart(self, canonical_id: str, duplicate_id: str, record: dict, others: list[dict]) -> None:
+        """The canonical's fields without this duplicate: as before the merge plus the duplicates still merged,
+        except a field someone changed since the merge, which keeps its change (uses: minus this one's)."""
+        rows = self.falkor.records("MATCH (c:Memory {id: $id}) RETURN properties(c)", {"id": canonical_id})
+        if not rows:
+            return
+        current = dict(rows[0][0])
+        from ..hygiene import merged_fields  # the same rule that merged them
+        from ..memory import MAX_COUNT
+
+        target = merged_fields({**current, **record["canonical_before"]},
+                               [o["duplicate"]["properties"] for o in others], MAX_COUNT)
+        after = record["canonical_after"]
+        fields = {}
+        for name in CANONICAL_FIELDS:
+            if current.get(name) == after.get(name):
+                fields[name] = target[name]
+            elif name == "access_count":
+                taken = int(record["duplicate"]["properties"].get("access_count") or 0)
+                fields[name] = max(int(current.get(name) or 0) - taken, 0)
+        distinct = sorted({*current.get("distinct_from", []), duplicate_id})
+        self.falkor.execute("MATCH (c:Memory {id: $id}) SET c += $fields, c.distinct_from = $distinct",
+                            {"id": canonical_id, "fields": fields, "distinct": distinct})
+        for other in others:  # their record of "after" now reads the canonical as it is without this duplicate
+            self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.canonical_after = $after",
+                                {"id": other["id"], "after": json.dumps({**after, **fields})})
+
+    def _records(self, where: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+        rows = self.falkor.records(f"MATCH (r:MergeRecord) WHERE {where} RETURN properties(r)", params,
+                                   read_only=True)
+        return [_decoded(dict(row[0])) for row in rows]
+
+    # --- supersessions and contradictions ----------------------------------------------------------------------
+
+    def supersede(self, rows: Sequence[dict[str, Any]], at: str) -> None:
+        """SUPERSEDES newer -> older; the older (and whatever was merged into it) gets superseded_by."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (n:Memory {id: row.newer}), (o:Memory {id: row.older}) "
+            "MERGE (n)-[r:SUPERSEDES]->(o) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
+            "r.detected_at = $at, r.origin = 'consolidation' "
+            "SET o.superseded_by = row.newer, o.superseded_at = $at",
+            list(rows), chunk=500, at=at)
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (d:Memory)-[:MERGED_INTO]->(o:Memory {id: row.older}) "
+            "SET d.superseded_by = row.newer", list(rows), chunk=500)
+
+    def contradict(self, rows: Sequence[dict[str, Any]], at: str) -> None:
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) "
+            "MERGE (a)-[r:CONTRADICTS]->(b) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
+            "r.detected_at = $at, r.origin = 'consolidation'",
+            list(rows), chunk=500, at=at)
+
+
+def _row(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: record[k] for k in ("duplicate_id", "canonical_id", "similarity", "reason", "merged_at")}
+
+
+def _decoded(record: dict[str, Any]) -> dict[str, Any]:
+    for name in ("duplicate", "canonical_before", "canonical_after"):
+        if isinstance(record.get(name), str):
+            record[name] = json.loads(record[name])
+    return record

@@ -1,0 +1,133 @@
+"""Memory hygiene: merge memories stating one fact, and mark which newer memory supersedes (or, with no clear
+order, contradicts) an older one. The rules are in hygiene.py; this module reads, decides and writes."""
+
+from __future__ import annotations
+
+import math
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+from ..facts import read_fact
+from ..hygiene import Candidate, Contradiction, Merge, Supersession, changes_over_time, duplicate_groups, \
+    merged_fields, simultaneous_conflicts
+from ..memory import MAX_COUNT
+from ..similarity import normalized
+from ..stores.hygiene import HygieneInputs, PlannedMerge
+from ..timeutil import epoch_seconds, to_iso
+from .context import TaskContext, capped
+
+# A change and the statement it changes must be at least this close to be about one thing at all.
+RELATED_SIMILARITY = 0.3
+
+
+def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
+    completed = [] if dry_run else ctx.hygiene.complete_pending()
+    inputs = ctx.hygiene.inputs()
+    ids, matrix = ctx.vectors.vectors(inputs.ids)
+    ctx.progress(0, len(ids))
+    unit = normalized(matrix)
+    # The neighbour graph (numpy / faiss, which release the GIL) and reading every text (Python) overlap.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-graph") as background:
+        graph = background.submit(ctx.neighbours.pairs, ids, unit, ctx.settings.consolidation_dedup_similarity,
+                                  ctx.progress)
+        candidates = _candidates(inputs, ids)
+        pairs = graph.result()
+    merges, kept_apart = duplicate_groups(candidates, *pairs)
+    active = _after_merges(candidates, merges)
+    row = {memory_id: index for index, memory_id in enumerate(ids)}
+
+    def related(a: Candidate, b: Candidate) -> bool:
+        return float(unit[row[a.id]] @ unit[row[b.id]]) >= RELATED_SIMILARITY
+
+    supersessions, contradictions = changes_over_time(active, related)
+    supersessions, contradictions = _new_links(ctx, supersessions,
+                                               contradictions + simultaneous_conflicts(active, related))
+    if not dry_run:
+        _write(ctx, merges, supersessions, contradictions, {c.id: c.created for c in candidates})
+    ctx.progress(len(ids), len(ids))
+    return _report(ctx, len(ids), len(pairs.rows), merges, supersessions, contradictions, kept_apart, candidates,
+                   len(completed))
+
+
+def _candidates(inputs: HygieneInputs, with_vectors: list[str]) -> list[Candidate]:
+    """The memories that have a vector, in the vector order, read as facts."""
+    position = {memory_id: index for index, memory_id in enumerate(inputs.ids)}
+    created = epoch_seconds(inputs.timestamps)
+    candidates = []
+    for memory_id in with_vectors:
+        i = position[memory_id]
+        candidates.append(Candidate(
+            memory_id, inputs.types[i], read_fact(inputs.contents[i]), float(created[i]), inputs.connections[i],
+            inputs.access_counts[i], inputs.protected[i], frozenset(inputs.distinct_from.get(memory_id, ())),
+            inputs.superseded[i], inputs.contents[i], tuple(inputs.merged_texts.get(memory_id, ())),
+        ))
+    return candidates
+
+
+def _after_merges(candidates: list[Candidate], merges: list[Merge]) -> list[Candidate]:
+    """The memories still active after the merges, each canonical standing for what was merged into it."""
+    by_id = {c.id: c for c in candidates}
+    gone = {d for m in merges for d in m.duplicates}
+    taken = {m.into: tuple(by_id[d].content for d in m.duplicates) for m in merges}
+    return [replace(c, merged_texts=c.merged_texts + taken[c.id]) if c.id in taken else c
+            for c in candidates if c.id not in gone]
+
+
+def _new_links(ctx: TaskContext, supersessions: list[Supersession],
+               contradictions: list[Contradiction]) -> tuple[list[Supersession], list[Contradiction]]:
+    """Leave out pairs already linked by an earlier run (a second run changes nothing)."""
+    linked = ctx.hygiene.linked_pairs([(s.newer, s.older) for s in supersessions] +
+                                      [(c.a, c.b) for c in contradictions])
+    superseding = {frozenset((s.newer, s.older)) for s in supersessions}
+    return ([s for s in supersessions if frozenset((s.newer, s.older)) not in linked],
+            [c for c in contradictions if frozenset((c.a, c.b)) not in linked | superseding])
+
+
+def _write(ctx: TaskContext, merges: list[Merge], supersessions: list[Supersession],
+           contradictions: list[Contradiction], created: dict[str, float]) -> None:
+    now = to_iso(ctx.now)
+    if merges:
+        archived = ctx.hygiene.merge(
+            [PlannedMerge(m.into, m.duplicates, m.similarity, m.reason) for m in merges],
+            lambda canonical, duplicates: merged_fields(canonical, duplicates, MAX_COUNT), now)
+        ctx.vectors.set_archived(archived, True)
+    # The newest change of a memory is written last, so its superseded_by names the latest word on it.
+    ordered = sorted(supersessions, key=lambda s: _sortable(created.get(s.newer, math.nan)))
+    ctx.hygiene.supersede([{"newer": s.newer, "older": s.older, "confidence": s.confidence, "reason": s.reason}
+                           for s in ordered], now)
+    ctx.hygiene.contradict([{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
+                            for c in contradictions], now)
+
+
+def _sortable(epoch: float) -> float:
+    return -math.inf if math.isnan(epoch) else epoch
+
+
+def _report(ctx, processed, similar, merges, supersessions, contradictions, kept_apart, candidates,
+            completed) -> dict[str, Any]:
+    limit = ctx.settings.consolidation_report_limit
+    return {
+        "memories_processed": processed,
+        "similar_pairs": similar,
+        "merged": sum(len(m.duplicates) for m in merges),
+        **capped("merges", [{"into": m.into, "duplicates": list(m.duplicates), "similarity": m.similarity,
+                             "reason": m.reason} for m in merges], limit),
+        **capped("supersessions", [{"newer": s.newer, "older": s.older, "confidence": s.confidence,
+                                    "reason": s.reason} for s in supersessions], limit),
+        **capped("contradictions", [{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
+                                    for c in contradictions], limit),
+        "kept_apart": [_apart(candidates, int(a), int(b), float(similarity)) for a, b, similarity in
+                       zip(kept_apart.rows[:limit], kept_apart.cols[:limit], kept_apart.similarities[:limit])],
+        "kept_apart_total": int(kept_apart.rows.size),
+        "interrupted_merges_completed": completed,
+    }
+
+
+def _apart(candidates: list[Candidate], a: int, b: int, similarity: float) -> dict[str, Any]:
+    """A look-alike pair: similar vectors, same type, but the facts differ in what the reason says."""
+    first, second = candidates[a].fact.key, candidates[b].fact.key
+    only_first, only_second = sorted(first - second), sorted(second - first)
+    return {"a": candidates[a].id, "b": candidates[b].id, "similarity": round(similarity, 6),
+            "reason": f"same type, but the facts differ: {', '.join(only_first) or '-'} / "
+                      f"{', '.join(only_second) or '-'}"}

@@ -1,0 +1,263 @@
+"""The dedup task on the real stores: merges and their refusals, supersessions, contradictions, exact restores."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.conftest import add_memory, axis, days_ago, link, unit, vector_at
+
+BASE, OTHER, THIRD = axis(0), axis(1), axis(2)
+NEAR = vector_at(0.97, BASE, OTHER)  # as close as a restatement, or as a look-alike from a real model
+
+
+def remember(services, text, vector=BASE, memory_type="Decision", **fields) -> str:
+    return add_memory(services, vector=vector, content=text, type=memory_type, **fields)
+
+
+def dedup(services, dry_run=False) -> dict:
+    return services.engine.run(["dedup"], dry_run=dry_run)["results"]["dedup"]
+
+
+def stored(services, memory_id):
+    return services.stores.graph.get_memory(memory_id)
+
+
+def edges(services, relation):
+    rows = services.stores.graph.falkor.records(
+        f"MATCH (a:Memory)-[r:{relation}]->(b:Memory) RETURN a.id, b.id, properties(r)")
+    return [(a, b, dict(props)) for a, b, props in rows]
+
+
+def test_restatements_merge_into_the_most_connected_memory(services):
+    first = remember(services, "Decided to use PostgreSQL for the billing database", access_count=2,
+                     importance=0.4, confidence=0.9, tags=["db"], timestamp=days_ago(10), last_accessed=days_ago(5))
+    second = remember(services, "we chose postgresql for the billing database!", NEAR, access_count=3,
+                      importance=0.8, confidence=0.5, tags=["billing"], timestamp=days_ago(3),
+                      last_accessed=days_ago(1))
+    friend = remember(services, "The billing team is in Berlin", THIRD, memory_type="Context")
+    link(services, second, friend)  # the most connected memory is canonical, even though it is newer
+
+    report = dedup(services)
+
+    assert report["merged"] == 1 and report["merges_total"] == 1
+    merge = report["merges"][0]
+    assert merge["into"] == second and merge["duplicates"] == [first]
+    assert merge["similarity"] == pytest.approx(0.97, abs=1e-4) and "postgresql" in merge["reason"]
+    duplicate, canonical = stored(services, first), stored(services, second)
+    assert duplicate["archived"] is True and duplicate["merged_into"] == second
+    assert canonical["access_count"] == 5 and canonical["importance"] == 0.8 and canonical["confidence"] == 0.9
+    assert canonical["last_accessed"] == days_ago(1) and canonical["tags"] == ["billing", "db"]
+    assert [(a, b) for a, b, _ in edges(services, "MERGED_INTO")] == [(first, second)]
+    assert services.stores.vectors.payloads([first])[first]["archived"] is True
+    assert services.engine.status()["store_counts"]["in_sync"]
+
+
+def test_a_duplicates_edges_move_to_the_canonical_and_remember_where_from(services):
+    canonical = remember(services, "Use Redis for session caching", access_count=9)
+    duplicate = remember(services, "We picked Redis for session caching", NEAR)
+    outgoing, incoming, own = (remember(services, f"A context memory {i}", axis(3 + i), memory_type="Context")
+                               for i in range(3))
+    link(services, duplicate, outgoing, "RELATES_TO")
+    link(services, incoming, duplicate, "LEADS_TO")
+    link(services, canonical, own, "MENTIONS")
+    link(services, canonical, outgoing, "MENTIONS")  # as connected as the duplicate, and more used: canonical
+    assert dedup(services)["merges"][0]["into"] == canonical
+    moved = {(a, b, props["repointed_from"]) for a, b, props in edges(services, "RELATES_TO") + edges(services, "LEADS_TO")}
+    assert moved == {(canonical, outgoing, duplicate), (incoming, canonical, duplicate)}
+    remaining = services.stores.graph.falkor.execute("MATCH (d:Memory {id: $id})-[r]-() RETURN type(r)",
+                                                     {"id": duplicate})
+    assert remaining == [["MERGED_INTO"]]
+
+
+@pytest.mark.parametrize("text, look_alike", [
+    ("Staging deploys happen on Tuesday", "Production deploys happen on Tuesday"),
+    ("The cache TTL is 5 minutes", "The cache TTL is 15 minutes"),
+    ("User likes dark mode in the editor", "User does not like dark mode in the editor"),
+    ("Prefer tabs over spaces", "Prefer spaces over tabs"),
+])
+def test_a_look_alike_is_never_merged_even_with_the_same_vector(services, text, look_alike):
+    a = remember(services, text)
+    b = remember(services, look_alike)  # identical vectors: only the text can tell them apart
+    report = dedup(services)
+    assert report["merged"] == 0 and not stored(services, a)["archived"] and not stored(services, b)["archived"]
+    assert report["kept_apart_total"] == 1 and "the facts differ" in report["kept_apart"][0]["reason"]
+
+
+def test_memories_of_different_types_are_never_merged(services):
+    remember(services, "Use PostgreSQL for billing", memory_type="Decision")
+    remember(services, "Use PostgreSQL for billing", memory_type="Context")
+    assert dedup(services)["merged"] == 0
+
+
+def test_a_protected_memory_is_never_archived_by_a_merge(services):
+    protected = remember(services, "Use Kafka for the event bus", protected=True)
+    busy = remember(services, "We chose Kafka for the event bus", NEAR, access_count=50)
+    third = remember(services, "Kafka was picked for the event bus", NEAR)
+    report = dedup(services)
+    assert report["merges"][0]["into"] == protected and set(report["merges"][0]["duplicates"]) == {busy, third}
+    assert not stored(services, protected)["archived"]
+    both = remember(services, "Use Kafka for the event bus!", protected=True)
+    assert dedup(services)["merged"] == 0 and not stored(services, both)["archived"]
+
+
+def test_below_the_similarity_threshold_nothing_is_merged(services):
+    remember(services, "Use Grafana for dashboards")
+    remember(services, "We chose Grafana for dashboards", vector_at(0.5, BASE, OTHER))
+    assert dedup(services)["merged"] == 0
+
+
+def test_a_newer_change_supersedes_the_statement_it_changes(services, clock):
+    old = remember(services, "Production deploys happen on Tuesday", memory_type="Context", timestamp=days_ago(30),
+                   last_accessed=clock().isoformat(), access_count=10)
+    look_alike = remember(services, "Staging deploys happen on Tuesday", THIRD, memory_type="Context",
+                          timestamp=days_ago(30))
+    new = remember(services, "Production deploys moved from Tuesday to Thursday", vector_at(0.8, BASE, OTHER),
+                   memory_type="Context", timestamp=days_ago(2))
+    before = services.engine.run(["decay"])["results"]["decay"]["average_after"]
+
+    report = dedup(services)
+
+    assert [(s["newer"], s["older"]) for s in report["supersessions"]] == [(new, old)]
+    assert report["supersessions"][0]["confidence"] == 0.9 and report["contradictions"] == []
+    assert stored(services, old)["superseded_by"] == new and stored(services, look_alike).get("superseded_by") is None
+    [(newer, older, props)] = edges(services, "SUPERSEDES")
+    assert (newer, older) == (new, old) and props["reason"] and props["confidence"] == 0.9
+    # Superseded, it decays as if unused since it was made (30 days), though it was used today.
+    services.engine.run(["decay"])
+    assert stored(services, old)["relevance_score"] < before
+    assert stored(services, old)["relevance_score"] == pytest.approx(
+        np.exp(-0.01 * 30) * np.exp(-0.05 * 30) * (1 + 0.3 * np.log(2)) * 1.0 * 0.85, abs=1e-4)
+
+
+def test_a_change_recorded_before_the_statement_it_changes_contradicts_it(services):
+    change = remember(services, "Design reviews moved from Friday to Monday", memory_type="Context",
+                      timestamp=days_ago(10))
+    statement = remember(services, "Design reviews are held on Friday", vector_at(0.8, BASE, OTHER),
+                         memory_type="Context", timestamp=days_ago(7))
+    report = dedup(services)
+    assert report["supersessions"] == []
+    [contradiction] = report["contradictions"]
+    assert {contradiction["a"], contradiction["b"]} == {change, statement}
+    assert contradiction["confidence"] == 0.6 and "before the memory it changes" in contradiction["reason"]
+    assert len(edges(services, "CONTRADICTS")) == 1
+
+
+def test_unrelated_decisions_never_contradict_and_a_second_run_changes_nothing(services):
+    remember(services, "Adopt trunk based development", axis(5))
+    remember(services, "Use PostgreSQL for billing", axis(6))
+    remember(services, "We chose PostgreSQL for billing", vector_at(0.97, axis(6), axis(7)))
+    remember(services, "Deploys happen on Tuesday", axis(8), memory_type="Context", timestamp=days_ago(20))
+    remember(services, "Deploys moved from Tuesday to Thursday", vector_at(0.8, axis(8), axis(9)),
+             memory_type="Context", timestamp=days_ago(1))
+    first = dedup(services)
+    assert (first["merged"], first["supersessions_total"], first["contradictions_total"]) == (1, 1, 0)
+    second = dedup(services)
+    assert (second["merged"], second["supersessions_total"], second["contradictions_total"]) == (0, 0, 0)
+    assert len(edges(services, "SUPERSEDES")) == 1 and edges(services, "CONTRADICTS") == []
+
+
+def test_a_dry_run_reports_and_writes_nothing(services):
+    a = remember(services, "Use Sentry for error tracking")
+    remember(services, "We chose Sentry for error tracking", NEAR)
+    report = dedup(services, dry_run=True)
+    assert report["merged"] == 1 and not stored(services, a)["archived"]
+    assert services.stores.graph.falkor.execute("MATCH (r:MergeRecord) RETURN count(r)")[0][0] == 0
+    assert services.engine.control.state().get("last_dedup") is None
+
+
+def snapshot(services, memory_id):
+    memory = dict(stored(services, memory_id))
+    rows = services.stores.graph.falkor.execute(
+        "MATCH (m:Memory {id: $id})-[r]-(o:Memory) RETURN type(r), id(startNode(r)) = id(m), o.id", {"id": memory_id})
+    return memory, sorted(map(tuple, rows))
+
+
+def test_a_restore_undoes_a_merge_exactly_and_sticks(services, client, auth, clock):
+    canonical = remember(services, "Use Terraform for provisioning", access_count=4, importance=0.3,
+                         tags=["infra"], last_accessed=days_ago(9))
+    duplicate = remember(services, "We chose Terraform for provisioning", NEAR, access_count=2, importance=0.9,
+                         tags=["ops"], last_accessed=days_ago(2))
+    other = remember(services, "The ops team owns provisioning", THIRD, memory_type="Context")
+    link(services, duplicate, other)
+    link(services, canonical, other, "MENTIONS")
+    canonical_before, duplicate_before = snapshot(services, canonical), snapshot(services, duplicate)
+    assert dedup(services)["merged"] == 1
+    clock.advance(hours=1)
+
+    answer = client.post(f"/memory/{duplicate}/restore", headers=auth)
+
+    assert answer.status_code == 200
+    assert answer.json["restored_from"] == "merge" and answer.json["canonical_id"] == canonical
+    assert snapshot(services, canonical)[1] == canonical_before[1]
+    assert {k: v for k, v in snapshot(services, canonical)[0].items() if k != "distinct_from"} == canonical_before[0]
+    restored, restored_edges = snapshot(services, duplicate)
+    assert restored_edges == duplicate_before[1]
+    assert restored["last_accessed"] == restored["restored_at"] == clock().isoformat()  # a use, a fresh grace
+    assert {k: v for k, v in restored.items() if k not in ("last_accessed", "restored_at", "distinct_from")} == \
+        {k: v for k, v in duplicate_before[0].items() if k != "last_accessed"}
+    assert restored["distinct_from"] == [canonical]
+    assert services.stores.vectors.payloads([duplicate])[duplicate]["archived"] is False
+    assert services.engine.status()["store_counts"]["in_sync"]
+    assert client.get(f"/memory/{duplicate}", headers=auth).json["memory"]["merged_into"] is None
+    # The next scheduled dedup does not merge that pair again.
+    clock.advance(days=1)
+    assert "dedup" in services.scheduler.run_once()["tasks"]
+    assert not stored(services, duplicate)["archived"]
+
+
+def test_a_restored_memory_is_not_forgotten_again_by_the_next_scheduled_forget(tmp_path, clock):
+    from consolidation.service import build_services
+    from tests.conftest import make_settings
+
+    settings = make_settings(tmp_path / "d", consolidation_delete_threshold=0.05,
+                             consolidation_forget_interval_seconds=86400)
+    services = build_services(settings, clock=clock)
+    try:
+        old = add_memory(services, timestamp=days_ago(400), last_accessed=days_ago(400), importance=0.1,
+                         relevance_score=0.01)
+        assert "forget" in services.scheduler.run_once()["tasks"]
+        assert stored(services, old) is None
+        services.memories.restore(old)
+        clock.advance(days=1, minutes=1)
+        assert "forget" in services.scheduler.run_once()["tasks"]
+        memory = stored(services, old)
+        assert memory is not None and memory["last_accessed"] == memory["restored_at"]
+    finally:
+        services.close()
+
+
+def test_get_memory_always_shows_merged_into_and_superseded_by(client, auth, services):
+    memory = remember(services, "Use S3 for backups")
+    shown = client.get(f"/memory/{memory}", headers=auth).json["memory"]
+    assert shown["merged_into"] is None and shown["superseded_by"] is None
+
+
+def test_a_merge_a_crash_interrupted_is_completed_under_the_lease(services, monkeypatch):
+    from consolidation.stores.hygiene import HygieneStore
+
+    canonical = remember(services, "Use Stripe for card payments", access_count=3)
+    duplicate = remember(services, "We picked Stripe for card payments", NEAR)
+    monkeypatch.setattr(HygieneStore, "_apply", lambda self, records: None)  # the fault: died after the records
+    dedup(services)
+    monkeypatch.undo()
+    assert not stored(services, duplicate)["archived"] and services.engine.lifecycle.has_pending()
+    held = services.engine.begin(["decay"], dry_run=True, trigger="test")  # a live run holds the lease
+    services.engine.complete_interrupted()
+    assert not stored(services, duplicate)["archived"]
+    services.engine.execute(held)
+    assert services.engine.complete_interrupted() == 1
+    assert stored(services, duplicate)["merged_into"] == canonical and not services.engine.lifecycle.has_pending()
+    assert dedup(services)["merged"] == 0
+
+
+def test_the_full_run_shares_one_neighbour_graph_between_dedup_and_cluster(services, monkeypatch):
+    import consolidation.neighbours as neighbours
+
+    calls = []
+    real = neighbours.similar_pairs
+    monkeypatch.setattr(neighbours, "similar_pairs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for i in range(6):
+        add_memory(services, vector=unit(BASE + 0.05 * axis(3 + i)), content=f"a note about topic {i}")
+    result = services.engine.run(["dedup", "cluster"])
+    assert result["results"]["cluster"]["clusters_found"] == 1 and len(calls) == 1

@@ -1,0 +1,132 @@
+"""Reading memories as facts (pure): restatements share a key, look-alikes never do, changes are parsed."""
+
+import math
+
+import pytest
+
+from consolidation.facts import read_fact
+from consolidation.hygiene import Candidate, changes_over_time, match_change, merged_fields, one_fact
+
+
+def key(text: str) -> frozenset[str]:
+    return read_fact(text).key
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Decided to use PostgreSQL as the database for the billing service",
+     "postgresql was chosen as the database for the billing service."),
+    ("We chose PostgreSQL as the billing service database", "The billing service database will be PostgreSQL"),
+    ("User prefers dark mode in the code editor", "Dark mode in the code editor is what the user prefers"),
+    ("Production deploys happen on Tuesday", "production deploys happen on tuesdays!"),
+    ("The cache TTL is 5 minutes", "the cache ttl is set to five mins"),
+    ("Standup is at 3 PM", "standup: 15:00"),
+    ("Uploads are capped at twenty-five MB", "uploads are capped at 25 mb"),
+    ("The main k8s cluster runs on v1.29", "The main Kubernetes cluster runs on 1.29"),
+    ("User dislikes tabs", "The user doesn't like tabs"),
+    ("The team agreed on Sentry for error tracking", "We decided to use Sentry for error tracking"),
+    ("Deploys moved from Tuesday to Thursday", "Deploys were switched from Tuesday to Thursday."),
+])
+def test_restatements_share_a_key(first, second):
+    assert key(first) == key(second)
+
+
+@pytest.mark.parametrize("first, second", [
+    ("Staging deploys happen on Tuesday", "Production deploys happen on Tuesday"),  # one entity
+    ("The cache TTL is 5 minutes", "The cache TTL is 15 minutes"),  # one number
+    ("The cache TTL is 5 minutes", "The cache TTL is 5 hours"),  # one unit
+    ("User likes dark mode", "User does not like dark mode"),  # negation
+    ("Prefer tabs over spaces", "Prefer spaces over tabs"),  # the sides of a relation
+    ("Flights from Boston to Denver", "Flights from Denver to Boston"),
+    ("Caching reduced latency", "Caching increased latency"),  # a change's direction
+    ("Deploys moved from Tuesday to Thursday", "Deploys moved from Thursday to Tuesday"),
+    ("Deploys moved from Tuesday to Thursday", "Deploys happen on Thursday"),  # a change is not a statement
+    ("Opt in to the newsletter", "Opt out of the newsletter"),
+])
+def test_look_alikes_never_share_a_key(first, second):
+    assert key(first) != key(second)
+
+
+def test_one_added_word_is_wording_unless_it_is_a_value():
+    def same(a, b):
+        return one_fact((key(a), a), (key(b), b))
+
+    assert same("Use Redis for session caching", "Use Redis for session caching, decided in review")
+    assert not same("Deploys happen on Tuesday", "Staging deploys happen on Tuesday")  # a value word
+    assert not same("Use Redis for caching", "Use Redis for caching with Sentinel")  # a name
+    assert not same("Deploys happen on Tuesday", "Deploys do not happen on Tuesday")  # negation
+    assert not same("Keep 3 backups", "Keep 3 backups for 7 days")  # a number (and its unit)
+
+
+@pytest.mark.parametrize("text, subject, old, new", [
+    ("Deploys moved from Tuesday to Thursday", {"deploy"}, {"tuesday"}, {"thursday"}),
+    ("We replaced MySQL with PostgreSQL for billing", {"bill"}, {"mysql"}, {"postgresql"}),
+    ("Billing now runs on PostgreSQL instead of MySQL", {"bill", "run"}, {"mysql"}, {"postgresql"}),
+    ("Standup moved to 10am from 9am", {"standup"}, {"09:00"}, {"10:00"}),
+    ("Deploys no longer happen on Tuesday", {"deploy"}, {"tuesday"}, set()),
+    ("Deploys don't happen on Tuesday anymore", {"deploy"}, {"tuesday"}, set()),
+    ("We no longer use React for the admin frontend; Vue instead", set(), {"react", "admin", "frontend"}, {"vue"}),
+    ("As of March we use Linear rather than Jira for tickets", set(), {"jira", "ticket"}, {"linear"}),
+    ("The cache TTL is now 15 minutes", {"cach", "ttl", "15", "minute"}, set(), set()),
+])
+def test_change_announcements_are_read_as_subject_old_and_new(text, subject, old, new):
+    change = read_fact(text).change
+    assert change is not None
+    assert (set(change.subject), set(change.old), set(change.new)) == (subject, old, new)
+
+
+def test_plain_statements_announce_no_change():
+    for text in ("Production deploys happen on Tuesday", "Use tabs instead of spaces", "User asked about pricing"):
+        assert read_fact(text).change is None
+
+
+def test_a_change_matches_the_statement_it_changes_and_not_a_look_alike():
+    change = read_fact("Production deploys moved from Tuesday to Thursday").change
+    assert match_change(change, read_fact("Production deploys happen on Tuesday").statement) == frozenset()
+    assert match_change(change, read_fact("Staging deploys happen on Tuesday").statement) is None
+    assert match_change(change, read_fact("Production deploys happen on Friday").statement) is None
+    assert match_change(change, read_fact("Production deploys do not happen on Tuesday").statement) is None
+
+
+DAY = 86400.0
+
+
+def memory(memory_id: str, text: str, day: float, memory_type: str = "Context") -> Candidate:
+    return Candidate(memory_id, memory_type, read_fact(text), day * DAY, 0, 0, content=text)
+
+
+def test_a_newer_change_supersedes_an_older_one_contradicts():
+    memories = [memory("old", "Production deploys happen on Tuesday", 0),
+                memory("new", "Production deploys moved from Tuesday to Thursday", 5),
+                memory("early", "Design reviews moved from Friday to Monday", 10),
+                memory("late", "Design reviews are held on Friday", 12)]
+    supersessions, contradictions = changes_over_time(memories, lambda a, b: True)
+    assert [(s.newer, s.older) for s in supersessions] == [("new", "old")]
+    assert supersessions[0].confidence == 0.9 and "tuesday -> thursday" in supersessions[0].reason
+    assert [(c.a, c.b) for c in contradictions] == [("early", "late")]
+    assert "before the memory it changes" in contradictions[0].reason
+
+
+def test_an_unqualified_change_leaves_two_qualified_look_alikes_alone():
+    memories = [memory("prod", "Production deploys happen on Tuesday", 0),
+                memory("staging", "Staging deploys happen on Tuesday", 0),
+                memory("change", "Deploys moved from Tuesday to Thursday", 5)]
+    assert changes_over_time(memories, lambda a, b: True) == ([], [])
+    alone = [m for m in memories if m.id != "staging"]
+    assert [(s.newer, s.older) for s in changes_over_time(alone, lambda a, b: True)[0]] == [("change", "prod")]
+
+
+def test_unrelated_vectors_stop_a_match():
+    memories = [memory("old", "Production deploys happen on Tuesday", 0),
+                memory("new", "Production deploys moved from Tuesday to Thursday", 5)]
+    assert changes_over_time(memories, lambda a, b: False) == ([], [])
+
+
+def test_merged_fields_sum_uses_and_keep_the_highest_values():
+    canonical = {"access_count": 3, "importance": 0.4, "confidence": 0.9, "tags": ["a"],
+                 "last_accessed": "2026-05-01T00:00:00+00:00"}
+    duplicates = [{"access_count": 2, "importance": 0.8, "confidence": 0.1, "tags": ["b", "a"],
+                   "last_accessed": "2026-05-03T00:00:00+00:00"}, {"tags": None}]
+    merged = merged_fields(canonical, duplicates, most_uses=4)
+    assert merged == {"access_count": 4, "importance": 0.8, "confidence": 0.9, "tags": ["a", "b"],
+                      "last_accessed": "2026-05-03T00:00:00+00:00"}  # uses capped at most_uses
+    assert math.isclose(merged_fields(canonical, [], 100)["importance"], 0.4)
