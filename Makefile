@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= data
 
-.PHONY: run test bench setup clean
+.PHONY: run test bench quality setup clean
 
 setup: $(VENV)/.installed
 
@@ -24,6 +24,9 @@ test: setup
 
 bench: setup
 	$(BIN)/python bench/consolidation_bench.py
+
+quality: setup
+	$(BIN)/python bench/quality.py
 
 clean:
 	rm -rf $(VENV)

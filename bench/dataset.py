@@ -42,7 +42,7 @@ def planted_vectors(n: int, dim: int, topic_size: int, noise_share: float, rng: 
 
 
 def generate(n: int, now: datetime, dim: int = 384, topic_size: int = 100, noise_share: float = 0.2,
-             seed: int = 7) -> Dataset:
+             seed: int = 7, restated_share: float = 0.05, updated_share: float = 0.01) -> Dataset:
     rng = np.random.default_rng(seed)
     vectors, topics = planted_vectors(n, dim, topic_size, noise_share, rng)
     topic_words = rng.choice(len(VOCABULARY), size=(topics.max() + 2, 4))
@@ -71,7 +71,36 @@ def generate(n: int, now: datetime, dim: int = 384, topic_size: int = 100, noise
             "protected": False,
             "tags": ["bench"],
         })
+    _plant_hygiene(memories, vectors, rng, restated_share, updated_share, now)
     return Dataset(memories, vectors, topics, _edges(ids, topics, rng))
+
+
+def _plant_hygiene(memories: list[dict], vectors: np.ndarray, rng: np.random.Generator, restated_share: float,
+                   updated_share: float, now: datetime) -> None:
+    """Restatements (the same note again, cased and punctuated otherwise, its vector at cosine ~0.97) and
+    updates ("detail changed from X to Y", later than the note) of earlier memories, for dedup to find."""
+    n, dim = vectors.shape
+    restated = int(n * restated_share)
+    updated = int(n * updated_share)
+    chosen = rng.choice(n, size=restated + updated, replace=False)
+    untouched = np.setdiff1d(np.arange(n), chosen)
+    sources = rng.choice(untouched, size=restated + updated, replace=True)
+    for k, (target, source) in enumerate(zip(chosen, sources)):
+        original = memories[source]
+        if k < restated:
+            content = original["content"].lower().rstrip(".") + "!"
+            near = vectors[source] + 0.18 * rng.standard_normal(dim) / np.sqrt(dim)
+            memory_type = original["type"]
+            when = original["timestamp"]
+        else:
+            detail = original["content"].split("Detail ")[1].split(" ")[0]
+            content = original["content"].split(". Detail")[0] + f": detail changed from {detail} to {int(detail) + 1}."
+            near = vectors[source] + 0.5 * rng.standard_normal(dim) / np.sqrt(dim)
+            memory_type = original["type"]
+            when = (datetime.fromisoformat(original["timestamp"]) + timedelta(days=1)).isoformat()
+            when = min(when, now.isoformat())
+        memories[target].update(content=content, type=memory_type, timestamp=when)
+        vectors[target] = near / np.linalg.norm(near)
 
 
 def _edges(ids: list[str], topics: np.ndarray, rng: np.random.Generator) -> list[list[str]]:

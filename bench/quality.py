@@ -4,6 +4,9 @@ each creative edge kind, before (the landed rules) and after, in two regimes; wr
     .venv/bin/python bench/quality.py                     # the sets in bench/ -> docs/quality.md
     .venv/bin/python bench/quality.py --set DIR --out F   # another set: DIR/holdout.jsonl + DIR/holdout_labels.json
 
+The sets: bench/quality_set.py (ours), and bench/holdout/ (written independently, by someone who never saw the
+rules, with deeper paraphrases: it shows where wording-based rules stop).
+
 Regimes: "built-in" imports the memories without embeddings (the service's own embedder); "supplied" gives each
 memory a client embedding built from its labels so that a look-alike is exactly as close to a fact as that
 fact's restatements are (cosine ~0.95), the way real models place "staging" and "production" deploys.
@@ -270,10 +273,11 @@ def _fmt(value) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--set", type=Path, action="append", help="a directory with holdout.jsonl and labels")
+    parser.add_argument("--set", type=Path, action="append", default=None,
+                        help="a directory with holdout.jsonl and labels (default: bench/holdout)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "quality.md")
     args = parser.parse_args()
-    sets = [Labelled.own()] + [Labelled.from_dir(d.resolve()) for d in (args.set or [])]
+    sets = [Labelled.own()] + [Labelled.from_dir(d.resolve()) for d in (args.set or [ROOT / "bench" / "holdout"])]
     results = []
     for data in sets:
         for regime in ("built-in", "supplied"):

@@ -96,8 +96,8 @@ BOUNDARY = frozenset(",;:.!?()")
 NAME = re.compile(r"[^\W_]+")
 GOES_OUT = re.compile(r"\b(go|goes|going|went|gone) out\b")
 # Phrasal verbs and their one-word nouns are one term: "roll back" / "rollback", "log in" / "login".
-PHRASAL = re.compile(r"\b(roll|log|sign|set|back|check|clean|check|look|shut|start|spin|warm|scale)[\s-]"
-                     r"(back|in|up|out|on|down|off)\b")
+PHRASAL_VERBS = frozenset("roll log sign set back check clean look shut start spin warm scale".split())
+PARTICLES = frozenset("back in up out on down off".split())
 # Prepositions end a value: "replaced MySQL with PostgreSQL | for billing".
 PREPOSITIONS = frozenset("for in on at of as into onto about via per during within until across".split())
 CUES = ("change", "stop_verb", "now", "no_more", "dated")
@@ -202,8 +202,6 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
     text = text.lower()
     if ".m" in text:
         text = re.sub(r"\b([ap])\.m\b\.?", r"\1m", text)  # 3 p.m. is 3 pm
-    if " " in text and PHRASAL.search(text):
-        text = PHRASAL.sub(lambda match: match.group(1) + match.group(2), text)
     if " out" in text:
         text = GOES_OUT.sub("go", text)  # "the newsletter goes out on Monday": it is sent, it happens
     if "'" in text or "’" in text:
@@ -214,8 +212,12 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
     raw = TOKEN.findall(text)
     tokens: list[tuple[str, str, str]] = []
     cache = _CLASSIFIED
-    numbers = False
+    adjacent_numbers = False
     for index, word in enumerate(raw):
+        if word in PARTICLES and index and raw[index - 1] in PHRASAL_VERBS:
+            continue  # joined to the verb before it
+        if word in PHRASAL_VERBS and index + 1 < len(raw) and raw[index + 1] in PARTICLES:
+            word += raw[index + 1]  # "roll back" is "rollback", "log in" is "login"
         if word in CONTEXT_WORDS:
             previous = raw[index - 1] if index else ""
             if word in ("am", "pm") and previous[:1].isdigit() and tokens and tokens[-1][0] == "num":
@@ -229,9 +231,10 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
             classified = cache[word] = tuple(_classify(word, "", "")) if len(cache) < CACHE_WORDS else ()
             if not classified and len(cache) >= CACHE_WORDS:
                 classified = tuple(_classify(word, "", ""))
+        if classified and classified[0][0] == "num" and tokens and tokens[-1][0] == "num":
+            adjacent_numbers = True
         tokens.extend(classified)
-        numbers = numbers or bool(classified) and classified[0][0] == "num"
-    return _compound_numbers(tokens) if numbers else tokens
+    return _compound_numbers(tokens) if adjacent_numbers else tokens
 
 
 def _compound_numbers(tokens: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:

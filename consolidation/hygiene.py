@@ -14,6 +14,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
@@ -48,9 +49,10 @@ class Candidate:
     content: str = ""
     merged_texts: tuple[str, ...] = ()  # what earlier runs merged into it: it stands for those texts too
 
-    @property
-    def variants(self) -> list[tuple[frozenset[str], str]]:
-        return [(self.fact.key, self.content), *((read_fact(text).key, text) for text in self.merged_texts)]
+    @cached_property
+    def variants(self) -> list[tuple[Fact, str]]:
+        """Its own fact and text, then those of what was merged into it."""
+        return [(self.fact, self.content), *((read_fact(text), text) for text in self.merged_texts)]
 
 
 @dataclass(frozen=True)
@@ -128,7 +130,7 @@ def one_fact(first: tuple[frozenset[str], str], second: tuple[frozenset[str], st
 
 def compatible(x: Candidate, y: Candidate) -> bool:
     """Whether two memories (and everything merged into each) state one fact."""
-    return x.type == y.type and all(one_fact(u, v) for u in x.variants for v in y.variants)
+    return x.type == y.type and all(one_fact((u.key, a), (v.key, b)) for u, a in x.variants for v, b in y.variants)
 
 
 def _one_term_apart(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -222,15 +224,18 @@ def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tup
     """Each memory announcing a change, matched with the older statements it changes; `related(a, b)` says
     whether two memories' vectors are close enough to be about one thing at all. A memory stands for the texts
     merged into it as well: any of them may announce, or state, what is matched."""
+    # Only the terms a change looks statements up by are indexed (its old value, subject and new value).
+    wanted = {t for c in candidates for fact, _ in c.variants if fact.change is not None
+              for t in fact.change.old | fact.change.subject | fact.change.new}
     by_term: dict[str, set[int]] = defaultdict(set)
     for index, candidate in enumerate(candidates):
-        for key, text in candidate.variants:
-            for term in read_fact(text).statement:
+        for fact, _ in candidate.variants:
+            for term in fact.statement & wanted:
                 by_term[term].add(index)
     supersessions: dict[tuple[str, str], Supersession] = {}
     contradictions: dict[tuple[str, str], Contradiction] = {}
     for index, announcer in enumerate(candidates):
-        for change in {read_fact(text).change for _, text in announcer.variants} - {None}:
+        for change in {fact.change for fact, _ in announcer.variants} - {None}:
             found_s, found_c = [], []
             for older, extra, reason in _changed_statements(index, change, candidates, by_term, related):
                 _order(announcer, candidates[older], extra, reason, found_s, found_c)
@@ -253,8 +258,7 @@ def _changed_statements(index: int, change: Change, candidates: Sequence[Candida
     value, and none if they differ in different values (which one it means is unknown)."""
     announcer = candidates[index]
     anchor = change.old or (change.subject | change.new)
-    pool = set.intersection(*(by_term.get(t, set()) for t in anchor)) if change.old else \
-        set().union(*(by_term.get(t, set()) for t in anchor))
+    pool = _all_of(by_term, anchor) if change.old else set().union(*(by_term.get(t, set()) for t in anchor))
     matches = []
     for other in pool - {index}:
         if not change.old and not _before(candidates[other], announcer):
@@ -267,11 +271,16 @@ def _changed_statements(index: int, change: Change, candidates: Sequence[Candida
     return [(other, len(extra), _reason(change, len(extra))) for extra, other in chosen]
 
 
+def _all_of(by_term: dict[str, set[int]], terms) -> set[int]:
+    """The memories holding every one of these terms (intersected smallest first)."""
+    postings = sorted((by_term.get(t, set()) for t in terms), key=len)
+    return postings[0].intersection(*postings[1:]) if postings else set()
+
+
 def _best_match(change: Change, candidate: Candidate) -> frozenset[str] | None:
     """The closest match of the change among the texts a memory stands for (a rival change is not one)."""
     found = []
-    for _, text in candidate.variants:
-        fact = read_fact(text)
+    for fact, text in candidate.variants:
         if fact.change is not None and fact.change.old == change.old:
             continue
         extra = match_change(change, fact.statement, text)
@@ -332,10 +341,10 @@ def _rival_changes(index: int, change: Change, candidates: Sequence[Candidate], 
     announcer = candidates[index]
     if not change.old or not change.new or not change.subject:
         return []
-    pool = set.intersection(*(by_term.get(t, set()) for t in change.subject)) - {index}
+    pool = _all_of(by_term, change.subject) - {index}
     rivals = []
     for other in pool:
-        theirs = [read_fact(text).change for _, text in candidates[other].variants]
+        theirs = [fact.change for fact, _ in candidates[other].variants]
         if not any(c is not None and c.old == change.old and c.subject == change.subject and c.new and
                    c.new != change.new for c in theirs):
             continue
@@ -373,9 +382,10 @@ def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -
     timed = sorted((c.created, i) for i, c in enumerate(candidates) if not math.isnan(c.created))
     found = []
     for position, (when, i) in enumerate(timed):
-        for other_when, j in timed[position + 1:]:
-            if other_when - when > ORDER_TOLERANCE_SECONDS:
-                break
+        following = position + 1
+        while following < len(timed) and timed[following][0] - when <= ORDER_TOLERANCE_SECONDS:
+            j = timed[following][1]
+            following += 1
             a, b = candidates[i], candidates[j]
             if a.type != b.type or a.fact.change is not None or b.fact.change is not None:
                 continue

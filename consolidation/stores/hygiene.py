@@ -132,8 +132,8 @@ class HygieneStore:
             [_row(r) for r in records], chunk=500)
         # A duplicate that was itself a canonical hands its own duplicates on (their edges moved above).
         self.falkor.write_chunks(
-            "UNWIND $rows AS cid MATCH (x:Memory)-[:MERGED_INTO]->(c:Memory {id: cid}) "
-            "WHERE x.merged_into <> cid SET x.merged_into = cid",
+            # Written from the indexed canonical: FalkorDB would otherwise scan every memory for each row.
+            "UNWIND $rows AS cid MATCH (c:Memory {id: cid})<-[:MERGED_INTO]-(x:Memory) SET x.merged_into = cid",
             sorted({r["canonical_id"] for r in records}))
         fields = {r["canonical_id"]: r["canonical_after"] for r in records}
         self.falkor.write_chunks("UNWIND $rows AS row MATCH (c:Memory {id: row.id}) SET c += row.fields",
@@ -233,7 +233,7 @@ class HygieneStore:
             "SET o.superseded_by = row.newer, o.superseded_at = $at",
             list(rows), chunk=500, at=at)
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MATCH (d:Memory)-[:MERGED_INTO]->(o:Memory {id: row.older}) "
+            "UNWIND $rows AS row MATCH (o:Memory {id: row.older})<-[:MERGED_INTO]-(d:Memory) "
             "SET d.superseded_by = row.newer", list(rows), chunk=500)
 
     def contradict(self, rows: Sequence[dict[str, Any]], at: str) -> None:
