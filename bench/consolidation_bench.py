@@ -92,10 +92,21 @@ def measure(n: int, data_dir: Path, exact_recall: bool) -> dict:
     settings = bench_settings(data_dir)
     services = build_services(settings)
     try:
-        return {"n": n, **time_tasks(services), **full_run(services, settings),
+        return {"n": n, "reference_loop_seconds": reference_loop(), **time_tasks(services),
+                **full_run(services, settings),
                 "recall": recall(services, settings, exact_recall)}
     finally:
         services.close()
+
+
+def reference_loop() -> float:
+    """Seconds for a fixed pure-Python loop: this machine's speed at the time, to compare runs made at others
+    (the shared machines here vary by 1.5x within a day)."""
+    started = time.perf_counter()
+    total = 0
+    for i in range(5_000_000):
+        total += i
+    return round(time.perf_counter() - started, 3)
 
 
 def yesterdays_scores(memories, moment) -> np.ndarray:
@@ -285,6 +296,8 @@ def render(results: list[dict], arguments: str) -> str:
         ("GET /consolidate/status during the run, p50 / p99",
          [f"{r['status_p50_ms']} / {r['status_p99_ms']} ms" for r in results], "p99 <= 50 ms"),
         ("load (generate + write both stores)", [f"{r['load_seconds']} s" for r in results], ""),
+        ("reference pure-Python loop (machine speed)", [f"{r.get('reference_loop_seconds', '?')} s" for r in results],
+         ""),
     ]
     for name, values, target in rows:
         lines.append(f"| {name} | " + " | ".join(values) + f" | | {target} |")

@@ -58,7 +58,12 @@ DECISIONS = {
               ("React", "the admin frontend", "Vue", "the customer frontend", "frontend"),
               ("S3", "nightly backups", "GCS", "weekly backups", "backups"),
               ("Auth0", "customer login", "Keycloak", "employee login", "identity"),
-              ("Stripe", "card payments", "Adyen", "bank payments", "billing")],
+              ("Stripe", "card payments", "Adyen", "bank payments", "billing"),
+              ("Elasticsearch", "product search", "Meilisearch", "docs search", "search"),
+              ("Kubernetes", "the web services", "Nomad", "the batch jobs", "platform"),
+              ("OpenTelemetry", "request tracing", "Jaeger", "queue tracing", "observability"),
+              ("Snowflake", "the data warehouse", "BigQuery", "the marketing warehouse", "data"),
+              ("Figma", "product design", "Sketch", "marketing design", "design")],
     # One entity swapped (the value, or the subject), or the decision negated.
     "lookalike": ["Decided to use {z} for {y}", "Decided to use {x} for {w}", "Decided not to use {x} for {y}"],
 }
@@ -86,7 +91,9 @@ SCHEDULES = {
               ("team retros", "Friday", "Wednesday", "design reviews", "Thursday", "rituals"),
               ("payroll runs", "Monday", "Tuesday", "expense reports", "Friday", "finance"),
               ("restore drills", "Wednesday", "Friday", "failover drills", "Tuesday", "backups"),
-              ("sprint planning sessions", "Monday", "Thursday", "roadmap reviews", "Wednesday", "rituals")],
+              ("sprint planning sessions", "Monday", "Thursday", "roadmap reviews", "Wednesday", "rituals"),
+              ("security reviews", "Thursday", "Monday", "budget reviews", "Tuesday", "security"),
+              ("database backups", "Sunday", "Saturday", "log rotations", "Wednesday", "backups")],
     # The same day for another subject, or the same subject on a third day (no change announced).
     "lookalike": ["{w} happen on {d}", "{x} happen on {f}"],
 }
@@ -99,7 +106,9 @@ SETTINGS = {
               ("retry limit for webhooks", 3, 5, "attempts", "api"),
               ("maximum upload size", 25, 100, "megabytes", "storage"),
               ("session length", 8, 12, "hours", "identity"),
-              ("log retention", 14, 30, "days", "observability")],
+              ("log retention", 14, 30, "days", "observability"),
+              ("minimum password length", 12, 16, "characters", "identity"),
+              ("export batch size", 500, 1000, "rows", "data")],
     "lookalike": [("{x}|{k}", 0)],
 }
 NUMBER_WORDS = {3: "three", 5: "five", 8: "eight", 12: "twelve", 14: "fourteen", 15: "fifteen", 25: "twenty-five",
@@ -131,6 +140,16 @@ STATEMENTS = [  # Habit / Pattern / Insight / Context facts, with restatements a
      "Support tickets spike on the last Monday of each month"),
     ("Insight", "deploys", ["Feature flags make rollbacks faster", "Rollbacks are faster with feature flags"],
      "Feature flags make rollbacks slower"),
+    ("Habit", "writing", ["User writes commit messages in the imperative mood",
+                          "Commit messages are written by the user in the imperative mood",
+                          "user writes commit messages in imperative mood"],
+     "User writes commit messages in the past tense"),
+    ("Context", "platform", ["The mobile app supports Android 10 and newer",
+                             "Android 10 and newer are supported by the mobile app"],
+     "The mobile app supports Android 12 and newer"),
+    ("Pattern", "support", ["Password reset emails land in spam for Outlook users",
+                            "For Outlook users, password reset emails land in spam"],
+     "Password reset emails land in spam for Gmail users"),
 ]
 # Memories of different types about one thing: what shares_theme and explains should link (same topic).
 THEMES = [
@@ -182,6 +201,10 @@ UNRELATED = [
     "Use British spelling in customer-facing copy", "Review vendor contracts before each renewal",
     "Buy laptops on a three year refresh cycle", "Translate the onboarding guide into Spanish",
     "Keep the staging data anonymised", "Answer security questionnaires within five working days",
+    "Run a game day every six months", "Give every service an owner in the catalogue",
+    "Show prices including VAT for European customers", "Retire the legacy reporting cluster next year",
+    "Accept bug reports only through the issue tracker", "Keep the README of each repository current",
+    "Run dependency updates through Renovate", "Hold a blameless review after every major incident",
 ]
 
 

@@ -127,7 +127,7 @@ employee staff contractor guest owner frontend backend client server primary sec
 VALUE_STEMS = frozenset(_stemmer.stemWords(VALUE_WORDS))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     """What a change announcement says: about what (subject), away from what (old), to what (new)."""
 
@@ -138,7 +138,7 @@ class Change:
     direction: frozenset[str] = frozenset()  # UP / DOWN for "raised", "reduced"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fact:
     key: frozenset[str]
     change: Change | None

@@ -14,7 +14,6 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
@@ -33,7 +32,7 @@ MAX_EXTRA_WORDS_NAMED = 3
 PAIR_CHUNK = 200_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """What the rules know of an active memory."""
 
@@ -49,13 +48,14 @@ class Candidate:
     content: str = ""
     merged_texts: tuple[str, ...] = ()  # what earlier runs merged into it: it stands for those texts too
 
-    @cached_property
-    def variants(self) -> list[tuple[Fact, str]]:
+    @property
+    def variants(self) -> tuple[tuple[Fact, str], ...]:
         """Its own fact and text, then those of what was merged into it."""
-        return [(self.fact, self.content), *((read_fact(text), text) for text in self.merged_texts)]
+        own = ((self.fact, self.content),)
+        return own + tuple((read_fact(text), text) for text in self.merged_texts) if self.merged_texts else own
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Merge:
     into: str
     duplicates: tuple[str, ...]
@@ -63,7 +63,7 @@ class Merge:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Supersession:
     newer: str
     older: str
@@ -71,7 +71,7 @@ class Supersession:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Contradiction:
     a: str
     b: str
@@ -86,13 +86,11 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
     """Merges for the similar pairs (rows[k], cols[k]) that state one fact, and the similar pairs of one type
     kept apart because their facts differ (look-alikes). Groups are complete-link: every two members state one
     fact, so "deploys", "staging deploys" and "production deploys" never end up in one group."""
-    facts: dict = {}
     types: dict = {}
-    fact_ids = np.fromiter((facts.setdefault((c.type, c.fact.key), len(facts)) for c in candidates), np.int64,
-                           len(candidates))
+    facts = fact_ids(candidates)
     type_ids = np.fromiter((types.setdefault(c.type, len(types)) for c in candidates), np.int64, len(candidates))
     same_type = type_ids[rows] == type_ids[cols]
-    joined = fact_ids[rows] == fact_ids[cols]
+    joined = facts[rows] == facts[cols]
     for k in np.flatnonzero(_one_term_apart(candidates, rows, cols) & same_type & ~joined):
         joined[k] = compatible(candidates[rows[k]], candidates[cols[k]])
     apart = same_type & ~joined
@@ -113,6 +111,13 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
         for group in _complete_link(canonical_order(component)):
             merges.extend(_merges_of(group, lowest[label]))
     return merges, kept_apart
+
+
+def fact_ids(candidates: Sequence[Candidate]) -> np.ndarray:
+    """A number per candidate, equal for candidates of one type stating the same key."""
+    seen: dict = {}
+    return np.fromiter((seen.setdefault((c.type, c.fact.key), len(seen)) for c in candidates), np.int64,
+                       len(candidates))
 
 
 def one_fact(first: tuple[frozenset[str], str], second: tuple[frozenset[str], str]) -> bool:
@@ -225,16 +230,20 @@ def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tup
     whether two memories' vectors are close enough to be about one thing at all. A memory stands for the texts
     merged into it as well: any of them may announce, or state, what is matched."""
     # Only the terms a change looks statements up by are indexed (its old value, subject and new value).
-    wanted = {t for c in candidates for fact, _ in c.variants if fact.change is not None
+    announcers = [i for i, c in enumerate(candidates) if c.fact.change is not None or c.merged_texts]
+    wanted = {t for i in announcers for fact, _ in candidates[i].variants if fact.change is not None
               for t in fact.change.old | fact.change.subject | fact.change.new}
     by_term: dict[str, set[int]] = defaultdict(set)
     for index, candidate in enumerate(candidates):
-        for fact, _ in candidate.variants:
-            for term in fact.statement & wanted:
+        statements = [f.statement for f, _ in candidate.variants] if candidate.merged_texts else \
+            [candidate.fact.statement]
+        for statement in statements:
+            for term in statement & wanted:
                 by_term[term].add(index)
     supersessions: dict[tuple[str, str], Supersession] = {}
     contradictions: dict[tuple[str, str], Contradiction] = {}
-    for index, announcer in enumerate(candidates):
+    for index in announcers:
+        announcer = candidates[index]
         for change in {fact.change for fact, _ in announcer.variants} - {None}:
             found_s, found_c = [], []
             for older, extra, reason in _changed_statements(index, change, candidates, by_term, related):

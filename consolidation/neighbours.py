@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .settings import Settings
-from .similarity import Pairs, similar_pairs
+from .similarity import INDEX, Pairs, similar_pairs
 
 
 class NeighbourGraph:
@@ -41,9 +41,9 @@ class NeighbourGraph:
 
     def _subset(self, ids: Sequence[str], threshold: float) -> Pairs:
         """The stored pairs among `ids` above `threshold`, renumbered to positions in `ids`."""
-        renumber = np.full(len(self._position), -1, dtype=np.int64)
+        renumber = np.full(len(self._position), -1, dtype=INDEX)
         stored = np.fromiter((self._position[i] for i in ids), dtype=np.int64, count=len(ids))
-        renumber[stored] = np.arange(len(ids))
+        renumber[stored] = np.arange(len(ids), dtype=INDEX)
         rows, cols = renumber[self._pairs.rows], renumber[self._pairs.cols]
         keep = (rows >= 0) & (cols >= 0) & (self._pairs.similarities >= threshold)
         rows, cols = rows[keep], cols[keep]

@@ -85,7 +85,7 @@ class Settings(BaseModel):
         10000, ge=0, description="an integer >= 0: up to this many memories the similarity graph is exact"
     )
     consolidation_cluster_probe_cells: int = Field(
-        8, ge=1, le=1000, description="an integer 1..1000: neighbouring cells each cell is compared with"
+        2, ge=1, le=1000, description="an integer 1..1000: neighbouring cells each cell is compared with"
     )
     summarizer_llm_url: str | None = Field(
         None, description="an OpenAI-compatible base URL (e.g. http://localhost:11434/v1), or empty for none"

@@ -74,7 +74,8 @@ class GraphStore:
     def ensure_schema(self) -> None:
         """Create the indexes the queries rely on, if missing."""
         for label, field in (("Memory", "id"), ("Tombstone", "memory_id"), ("ConsolidationRun", "id"),
-                             ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id")):
+                             ("MergeRecord", "id"), ("MergeRecord", "duplicate_id"),
+                             ("MergeRecord", "group_id")):
             try:
                 self.falkor.execute(f"CREATE INDEX FOR (n:{label}) ON (n.{field})")
             except redis.ResponseError as exc:

@@ -91,8 +91,9 @@ class HygieneStore:
     def merge(self, merges: Sequence[PlannedMerge], merged_fields, at: str) -> list[str]:
         """Record, then apply, each merge; `merged_fields(canonical, duplicates)` gives the canonical's new
         fields. Returns the ids archived as duplicates."""
-        ids = [m.into for m in merges] + [d for m in merges for d in m.duplicates]
-        snapshots = snapshot(self.falkor, ids)
+        duplicate_ids = {d for m in merges for d in m.duplicates}
+        # A canonical keeps its own edges: only its fields are recorded, to be put back on a restore.
+        snapshots = snapshot(self.falkor, [m.into for m in merges] + sorted(duplicate_ids), edges_of=duplicate_ids)
         records = []
         for merge in merges:
             canonical = snapshots[merge.into]["properties"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from .falkor import Falkor
@@ -105,8 +105,9 @@ class TombstoneStore:
         return int(rows[0][0]) if rows else 0
 
 
-def snapshot(falkor: Falkor, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """Each memory's properties, labels and edges (to other memories), keyed by memory id."""
+def snapshot(falkor: Falkor, ids: Sequence[str], edges_of: Collection[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Each memory's properties, labels and edges (to other memories), keyed by memory id; with `edges_of`, only
+    those memories' edges are read (the others get an empty list)."""
     found: dict[str, dict[str, Any]] = {}
     rows = falkor.records(
         "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, properties(m), labels(m)",
@@ -118,7 +119,7 @@ def snapshot(falkor: Falkor, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     edges = falkor.records(
         "UNWIND $ids AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) "
         "RETURN m.id, type(r), id(startNode(r)) = id(m), properties(r), o.id",
-        {"ids": list(found)},
+        {"ids": [i for i in found if edges_of is None or i in edges_of]},
         read_only=True,
     )
     for memory_id, relation, outgoing, props, other_id in edges:
