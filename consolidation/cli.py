@@ -26,11 +26,10 @@ def main() -> None:
 
 @main.command()
 def serve() -> None:
-    """Start the HTTP service under gunicorn with gunicorn.conf.py (host, port, workers from the settings)."""
+    """Start the HTTP service under gunicorn (host, port, workers from the settings)."""
     _settings()
-    root = Path(__file__).resolve().parent.parent
-    os.chdir(root)
-    os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "app:app"])
+    os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "-c", "python:consolidation.gunicorn_conf",
+                               "consolidation.wsgi:app"])
 
 
 @main.command("import")

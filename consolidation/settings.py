@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 TASK_NAMES = ("decay", "dedup", "creative", "cluster", "forget")
 CREATIVE_KINDS = ("explains", "shares_theme", "parallel_context")
 TOKEN_FILE = "admin_token"
+ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
 Seconds = Annotated[int, Field(ge=0)]
@@ -111,6 +113,9 @@ class Settings(BaseModel):
 
     # HTTP server and logs.
     host: str = Field("127.0.0.1", description="an interface address")
+    cors_origins: tuple[str, ...] = Field(
+        (), description="a comma-separated list of origins (scheme://host[:port]) that browsers may call from; "
+                        "empty for none")
     port: int = Field(8000, ge=1, le=65535, description="a TCP port 1..65535")
     web_concurrency: int = Field(1, ge=1, le=64, description="a number of worker processes 1..64")
     web_threads: int = Field(8, ge=1, le=256, description="a number of threads per worker 1..256")
@@ -129,7 +134,7 @@ class Settings(BaseModel):
     def _empty_means_unset(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("consolidation_protected_types", "consolidation_creative_kinds", mode="before")
+    @field_validator("consolidation_protected_types", "consolidation_creative_kinds", "cors_origins", mode="before")
     @classmethod
     def _split_list(cls, value):
         if isinstance(value, str):
@@ -143,6 +148,16 @@ class Settings(BaseModel):
         if unknown:
             raise ValueError(f"unknown kind {unknown[0]!r}")
         return value
+
+    @field_validator("cors_origins")
+    @classmethod
+    def _exact_origins(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        # Every route takes a token: a wildcard would let any page spend an admin's token.
+        for origin in value:
+            if not ORIGIN.fullmatch(origin):
+                raise ValueError(f"{origin!r} is not an origin like https://admin.example.com (no '*', path or "
+                                 "trailing slash)")
+        return tuple(dict.fromkeys(origin.lower() for origin in value))
 
     @field_validator("log_level", mode="before")
     @classmethod

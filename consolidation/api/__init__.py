@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from flask import Flask
+from flask_cors import CORS
 
 from ..logs import configure_logging
 from ..service import Services, build_services
@@ -24,6 +27,18 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     for blueprint in (consolidate.blueprint, memories.blueprint, health.blueprint, metrics.blueprint):
         app.register_blueprint(blueprint)
     app.after_request(metrics.count_request)
+    _allow_origins(app, settings.cors_origins)
     if start_scheduler if start_scheduler is not None else settings.consolidation_scheduler_enabled:
         services.scheduler.start()
     return app
+
+
+def _allow_origins(app: Flask, origins: tuple[str, ...]) -> None:
+    """Cross-origin calls from exactly these origins (none by default); the token travels in a header, never
+    in a cookie, so credentials are not allowed."""
+    if not origins:
+        return
+    # Compiled exact patterns: flask-cors would read a string holding "[" (an IPv6 host) as a regular expression.
+    CORS(app, origins=[re.compile(re.escape(origin) + r"\Z", re.IGNORECASE) for origin in origins],
+         allow_headers=["Authorization", "Content-Type"], supports_credentials=False, max_age=600,
+         vary_header=True)

@@ -1,0 +1,73 @@
+"""Gunicorn configuration, derived from the service's own settings: `gunicorn -c python:consolidation.gunicorn_conf`."""
+
+import os
+import shutil
+import sys
+import tempfile
+
+from consolidation.logs import gunicorn_log_config
+from consolidation.settings import SettingsError, load_settings
+
+try:
+    settings = load_settings()
+except SettingsError as exc:
+    sys.exit(f"consolidation service cannot start: {exc}")
+
+bind = f"{settings.host}:{settings.port}"
+workers = settings.web_concurrency
+threads = settings.web_threads
+# gthread workers heartbeat from their main thread, so a long request or a background run never looks hung.
+worker_class = "gthread"
+timeout = 60
+graceful_timeout = 90
+accesslog = "-"
+# %(U)s is the path without the query string: a token someone puts in a URL never reaches the log.
+access_log_format = "%(h)s %(m)s %(U)s %(s)s %(b)s %(M)sms"
+logconfig_dict = gunicorn_log_config(settings)
+# One control socket per instance (gunicorn's default is one per user, which several instances would share).
+control_socket = str(settings.data_dir / "gunicorn.ctl")
+shared_metrics_directory = None  # set when several workers share their metrics
+
+
+def on_starting(server):
+    if server.cfg.workers > 1 and settings.uses_embedded_store:
+        sys.exit(
+            f"consolidation service cannot start: {server.cfg.workers} workers need store servers "
+            "(FALKORDB_HOST and QDRANT_URL); the embedded stores belong to one process. "
+            "Run one worker (threads give concurrency) or point the service at FalkorDB and Qdrant servers."
+        )
+    if server.cfg.workers > 1:
+        _share_metrics_between_workers(server)
+
+
+def _share_metrics_between_workers(server):
+    """prometheus-client adds up several processes' counters through files in one directory, named by
+    PROMETHEUS_MULTIPROC_DIR before any worker imports it; files left by an earlier start would be counted."""
+    global shared_metrics_directory
+    directory = settings.prometheus_multiproc_dir
+    if directory is None:
+        directory = tempfile.mkdtemp(prefix="consolidation-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory  # the workers' settings and prometheus-client read it
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+    shared_metrics_directory = str(directory)
+    server.log.info("metrics of %s workers shared in %s", server.cfg.workers, directory)
+
+
+def when_ready(server):
+    server.log.info("consolidation service listening on http://%s", bind)
+
+
+def child_exit(server, worker):
+    if shared_metrics_directory:
+        from prometheus_client import multiprocess
+
+        multiprocess.mark_process_dead(worker.pid, shared_metrics_directory)
+
+
+def worker_exit(server, worker):
+    app = getattr(worker, "wsgi", None)
+    services = getattr(app, "extensions", {}).get("consolidation")
+    if services is not None:
+        services.close()
