@@ -6,7 +6,7 @@ import sys
 import tempfile
 
 from consolidation.logs import gunicorn_log_config
-from consolidation.settings import SettingsError, load_settings
+from consolidation.settings import SettingsError, hand_to_workers, load_settings
 
 try:
     settings = load_settings()
@@ -47,7 +47,7 @@ def _share_metrics_between_workers(server):
     directory = settings.prometheus_multiproc_dir
     if directory is None:
         directory = tempfile.mkdtemp(prefix="consolidation-metrics-")
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory  # the workers' settings and prometheus-client read it
+        hand_to_workers("PROMETHEUS_MULTIPROC_DIR", directory)
     else:
         shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory)

@@ -82,12 +82,13 @@ class Contradiction:
 # --- duplicates -----------------------------------------------------------------------------------------------
 
 def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray,
-                     similarities: np.ndarray) -> tuple[list[Merge], Pairs]:
+                     similarities: np.ndarray, facts: np.ndarray | None = None) -> tuple[list[Merge], Pairs]:
     """Merges for the similar pairs (rows[k], cols[k]) that state one fact, and the similar pairs of one type
     kept apart because their facts differ (look-alikes). Groups are complete-link: every two members state one
-    fact, so "deploys", "staging deploys" and "production deploys" never end up in one group."""
+    fact, so "deploys", "staging deploys" and "production deploys" never end up in one group. `facts`: the
+    candidates' fact_ids, when the caller has them already."""
     types: dict = {}
-    facts = fact_ids(candidates)
+    facts = fact_ids(candidates) if facts is None else facts
     type_ids = np.fromiter((types.setdefault(c.type, len(types)) for c in candidates), np.int64, len(candidates))
     same_type = type_ids[rows] == type_ids[cols]
     joined = facts[rows] == facts[cols]

@@ -205,6 +205,12 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         raise SettingsError(_explain(exc, values)) from None
 
 
+def hand_to_workers(name: str, value: str) -> None:
+    """Set a variable in the environment the gunicorn workers inherit: their settings (and prometheus-client,
+    which reads PROMETHEUS_MULTIPROC_DIR itself) see it. The one place besides load_settings that touches it."""
+    os.environ[name] = value
+
+
 def _saved_token(data_dir: Path) -> str | None:
     """The token `make run` keeps in DATA_DIR/admin_token, used when ADMIN_API_TOKEN is not set."""
     try:

@@ -41,10 +41,12 @@ class Pairs(NamedTuple):
 
     def union(self, other: Pairs, n: int) -> Pairs:
         """These pairs and the other's (both i < j over n points), each pair once."""
-        rows, cols = np.concatenate([self.rows, other.rows]), np.concatenate([self.cols, other.cols])
-        _, unique = np.unique(rows.astype(np.int64) * n + cols, return_index=True)
-        return Pairs(rows[unique], cols[unique],
-                     np.concatenate([self.similarities, other.similarities])[unique])
+        return Pairs.joined([self, other]).deduplicated(n)
+
+    def deduplicated(self, n: int) -> Pairs:
+        """Each pair (i < j over n points) once."""
+        _, unique = np.unique(self.rows.astype(np.int64) * n + self.cols, return_index=True)
+        return Pairs(self.rows[unique], self.cols[unique], self.similarities[unique])
 
 
 def _no_progress(done: int, total: int) -> None:
@@ -136,8 +138,7 @@ def _with_boundary_pairs(unit: np.ndarray, by_cells: Pairs, nearest: np.ndarray,
         return by_cells
     first, second, similarities = Pairs.joined(parts)
     # The cells compared here were not compared before, so only a pair found from both of its sides repeats.
-    across = Pairs.empty().union(Pairs(np.minimum(first, second), np.maximum(first, second), similarities),
-                                 unit.shape[0])
+    across = Pairs(np.minimum(first, second), np.maximum(first, second), similarities).deduplicated(unit.shape[0])
     return Pairs.joined([by_cells, across])
 
 

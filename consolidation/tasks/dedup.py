@@ -37,8 +37,9 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         graph = background.submit(ctx.neighbours.pairs, ids, unit, ctx.settings.consolidation_dedup_similarity,
                                   ctx.progress)
         candidates = _candidates(inputs, ids)
-        pairs = _with_same_facts(graph.result(), candidates, unit, ctx.settings.consolidation_dedup_similarity)
-    merges, kept_apart = duplicate_groups(candidates, *pairs)
+        facts = fact_ids(candidates)
+        pairs = _with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
+    merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts)
     active = _after_merges(candidates, merges)
     row = {memory_id: index for index, memory_id in enumerate(ids)}
 
@@ -70,11 +71,12 @@ def _candidates(inputs: HygieneInputs, with_vectors: list[str]) -> list[Candidat
     return candidates
 
 
-def _with_same_facts(pairs: Pairs, candidates: list[Candidate], unit: np.ndarray, threshold: float) -> Pairs:
+def _with_same_facts(pairs: Pairs, candidates: list[Candidate], facts: np.ndarray, unit: np.ndarray,
+                     threshold: float) -> Pairs:
     """The neighbour graph's pairs plus every close pair stating the very same fact. The graph is approximate
     at scale and may miss a pair one run and find it the next; the texts are exact, so a restatement whose key
     matches is compared whatever the graph found (a second run then has nothing left to merge)."""
-    groups = fact_ids(candidates)
+    groups = facts.copy()
     groups[[not c.fact.key for c in candidates]] = -1
     order = np.argsort(groups, kind="stable")
     sizes = np.bincount(groups[groups >= 0])
