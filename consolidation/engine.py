@@ -158,9 +158,8 @@ class ConsolidationEngine:
     # --- reading ---------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        control = self.control.state()
+        control, lease = self.control.state_and_lease()
         now = self.clock()
-        lease = self.control.current_lease()
         current = self.runs.get(lease.run_id) if lease else None
         return {
             **{f"last_{task}": control.get(f"last_{task}") for task in TASK_NAMES},

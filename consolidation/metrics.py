@@ -100,8 +100,7 @@ class StoreCollector:
 
     def _graph_facts(self, engine, last, lease, held, counts) -> None:
         try:
-            state = engine.control.state()
-            current = engine.control.current_lease()
+            state, current = engine.control.state_and_lease()
             counts.add_metric(["graph"], engine.stores.graph.count_memories())
         except Exception:  # the store went away between the ping and now; the scrape still answers
             log.warning("metrics could not read the graph store")

@@ -134,3 +134,16 @@ def test_after_every_run_each_stored_score_is_within_epsilon_of_the_formula(serv
                         * (0.7 + 0.3 * confidence))
             assert abs(stored(services, memory_id)[0] - truth) <= epsilon + 1e-12
         clock.advance(hours=7.2)
+
+
+def test_reads_over_every_memory_page_through_node_ids(services, monkeypatch):
+    """Full-graph reads go a page of node ids at a time; across page borders every memory is read once."""
+    from consolidation.stores import falkor
+
+    monkeypatch.setattr(falkor, "SCAN_PAGE", 3)
+    ids = [add_memory(services, importance=0.2 if i % 2 else 0.9) for i in range(10)]
+    services.stores.graph.falkor.execute("CREATE (:ConsolidationRun {id: 'between'})")  # a non-memory node id
+    ids += [add_memory(services, importance=0.9) for _ in range(4)]
+    assert sorted(services.stores.graph.all_memory_ids()) == sorted(ids)
+    important = services.stores.graph.scoring_inputs(0.5).ids
+    assert sorted(important) == sorted(ids[0:10:2] + ids[10:])  # the filter holds in every page

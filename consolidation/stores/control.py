@@ -33,10 +33,19 @@ class ControlStore:
 
     def state(self) -> dict[str, Any]:
         """All control fields, with `history` decoded to a list (newest first)."""
-        rows = self.falkor.records(f"MATCH {CONTROL} RETURN properties(c)", read_only=True)
-        props = dict(rows[0][0]) if rows else {}
+        return self.state_and_lease()[0]
+
+    def state_and_lease(self) -> tuple[dict[str, Any], Lease | None]:
+        """The control fields and the live lease, in one round trip (status is polled during long runs)."""
+        rows = self.falkor.records(f"MATCH {CONTROL} RETURN properties(c), timestamp() / 1000.0", read_only=True)
+        props, server_now = (dict(rows[0][0]), rows[0][1]) if rows else ({}, 0.0)
         props["history"] = _decode_history(props.get("history"))
-        return props
+        expires_at = props.get("lease_expires_at")
+        # The server's clock decides expiry, as it does when the lease is taken: replicas' clocks may differ.
+        live = expires_at is not None and expires_at >= server_now
+        lease = Lease(props.get("lease_holder"), props.get("lease_run_id"), props.get("lease_task"),
+                      expires_at) if live else None
+        return props, lease
 
     def record_task(self, task: str, entry: dict[str, Any], history_limit: int) -> None:
         """Prepend a history entry; on success set last_<task>, on failure count it for the retry backoff."""
@@ -72,12 +81,7 @@ class ControlStore:
 
     def current_lease(self) -> Lease | None:
         """The lease if someone holds it and it has not expired."""
-        rows = self.falkor.records(
-            f"MATCH {CONTROL} WHERE c.lease_expires_at >= timestamp() / 1000.0 "
-            "RETURN c.lease_holder, c.lease_run_id, c.lease_task, c.lease_expires_at",
-            read_only=True,
-        )
-        return Lease(*rows[0]) if rows else None
+        return self.state_and_lease()[1]
 
 
 class VectorBindingStore:

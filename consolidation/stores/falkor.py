@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 # Writes are chunked so that no single query holds FalkorDB's write lock for long: servers may time out
 # queries after 1 s, and a status request waiting behind a write should answer within tens of milliseconds.
 WRITE_CHUNK = 2000
+# Reads over every memory go a range of node ids at a time: one 100k-row reply holds the server while it is
+# written and this process's GIL while hiredis parses it (hundreds of ms), and status requests wait behind it.
+SCAN_PAGE = 10000
 SOCKET_TIMEOUT_SECONDS = 60
 CONNECT_TIMEOUT_SECONDS = 3
 # A dropped connection is retried twice within about a quarter second: that rides over a server restart's
@@ -92,12 +95,18 @@ class Falkor:
         # A reply is [header, rows, statistics] when the query returns something, else just [statistics].
         return reply[1] if len(reply) == 3 else []
 
-    def columns(self, cypher: str, params: dict | None = None) -> list[list[Any]]:
-        """Run a read query and return its result column by column."""
-        rows = self.execute(cypher, params, read_only=True)
-        if not rows:
+    def scan_memories(self, where: str, returns: str, params: dict | None = None) -> list[list[Any]]:
+        """`MATCH (m:Memory) WHERE <where> RETURN <returns>` as columns, read a page of node ids at a time."""
+        top = self.execute("MATCH (m:Memory) RETURN max(id(m))", read_only=True)
+        highest = top[0][0] if top else None
+        if highest is None:
             return []
-        return [list(column) for column in zip(*rows)]
+        query = f"MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) RETURN {returns}"
+        rows: list[list[Any]] = []
+        for first in range(0, int(highest) + 1, SCAN_PAGE):
+            rows += self.execute(query, {**(params or {}), "first": first, "after": first + SCAN_PAGE},
+                                 read_only=True)
+        return [list(column) for column in zip(*rows)] if rows else []
 
     def write_chunks(self, cypher: str, rows: Sequence[Any], chunk: int = WRITE_CHUNK, **params: Any) -> None:
         """Run `UNWIND $rows AS row ...` over the rows, a chunk at a time, with any further parameters."""

@@ -145,7 +145,8 @@ class GraphStore:
         return int(self.falkor.execute("MATCH (m:Memory) RETURN count(m)", read_only=True)[0][0])
 
     def all_memory_ids(self) -> list[str]:
-        return [row[0] for row in self.falkor.execute("MATCH (m:Memory) RETURN m.id", read_only=True)]
+        columns = self.falkor.scan_memories("true", "m.id")
+        return columns[0] if columns else []
 
     # --- decay -----------------------------------------------------------------------------------
 
@@ -156,11 +157,9 @@ class GraphStore:
         if importance_threshold is not None:
             where += " AND coalesce(m.importance, 0.5) >= $threshold"
             params["threshold"] = importance_threshold
-        columns = self.falkor.columns(
-            f"MATCH (m:Memory) WHERE {where} RETURN m.id, id(m), m.timestamp, m.last_accessed, m.importance, "
-            f"m.confidence, m.relevance_score, {DEGREE}, {SUPERSEDED}",
-            params,
-        )
+        columns = self.falkor.scan_memories(
+            where, f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
+            f"{DEGREE}, {SUPERSEDED}", params)
         return _scoring_inputs(columns)
 
     def write_scores(self, node_ids: Sequence[int], ids: Sequence[str], scores: Iterable[float]) -> None:
@@ -226,12 +225,9 @@ class GraphStore:
     # --- clustering ------------------------------------------------------------------------------
 
     def cluster_candidates(self, min_relevance: float) -> list[str]:
-        rows = self.falkor.execute(
-            f"MATCH (m:Memory) WHERE {RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} RETURN m.id",
-            {"min": min_relevance},
-            read_only=True,
-        )
-        return [row[0] for row in rows]
+        columns = self.falkor.scan_memories(f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY}", "m.id",
+                                            {"min": min_relevance})
+        return columns[0] if columns else []
 
     def memory_details(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Type, timestamp and importance of the given memories, by id."""
@@ -291,11 +287,9 @@ class GraphStore:
 
     def forget_inputs(self) -> ForgetInputs:
         """Every memory, archived ones too, with what the forgetting rules look at."""
-        columns = self.falkor.columns(
-            "MATCH (m:Memory) RETURN m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, "
-            f"m.relevance_score, {DEGREE}, {SUPERSEDED}, m.archived, m.type, m.protected, m.protected_reason, "
-            "m.restored_at"
-        )
+        columns = self.falkor.scan_memories(
+            "true", "m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
+            f"{DEGREE}, {SUPERSEDED}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at")
         if not columns:
             empty = np.zeros(0)
             return ForgetInputs(_scoring_inputs([]), np.zeros(0, bool), [], np.zeros(0, bool), [], empty)

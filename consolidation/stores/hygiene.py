@@ -52,10 +52,9 @@ class HygieneStore:
     # --- reading -----------------------------------------------------------------------------------------------
 
     def inputs(self) -> HygieneInputs:
-        columns = self.falkor.columns(
-            f"MATCH (m:Memory) WHERE {ACTIVE_MEMORY} RETURN m.id, m.type, m.content, m.timestamp, "
-            "indegree(m) + outdegree(m), m.access_count, m.protected, m.superseded_by IS NOT NULL"
-        )
+        columns = self.falkor.scan_memories(
+            ACTIVE_MEMORY, "m.id, m.type, m.content, m.timestamp, indegree(m) + outdegree(m), m.access_count, "
+            "m.protected, m.superseded_by IS NOT NULL")
         if not columns:
             return HygieneInputs([], [], [], [], [], [], [], [], {}, {})
         ids, types, contents, timestamps, degrees, uses, protected, superseded = columns
