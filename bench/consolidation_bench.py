@@ -17,7 +17,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from datetime import timedelta
 from pathlib import Path

@@ -20,7 +20,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 
 from .facts import NOT, PREFER, Change, Fact, is_value, read_fact
-from .similarity import Pairs
+from .similarity import INDEX, Pairs
 
 # Two memories less than this apart have no clear order.
 ORDER_TOLERANCE_SECONDS = 60.0
@@ -30,6 +30,9 @@ MAX_EXTRA_WORDS = 1
 # A change that names the old value is anchored by it: the older statement may be worded more freely.
 MAX_EXTRA_WORDS_NAMED = 3
 PAIR_CHUNK = 200_000
+# Memories with one fact key are compared directly only in groups this small (a larger group of
+# word-for-word restatements is left to the neighbour graph: its pairs are close anyway).
+SAME_FACT_GROUP_LIMIT = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +122,31 @@ def fact_ids(candidates: Sequence[Candidate]) -> np.ndarray:
     seen: dict = {}
     return np.fromiter((seen.setdefault((c.type, c.fact.key), len(seen)) for c in candidates), np.int64,
                        len(candidates))
+
+
+def with_same_facts(pairs: Pairs, candidates: list[Candidate], facts: np.ndarray, unit: np.ndarray,
+                     threshold: float) -> Pairs:
+    """The neighbour graph's pairs plus every close pair stating the very same fact. The graph is approximate
+    at scale and may miss a pair one run and find it the next; the texts are exact, so a restatement whose key
+    matches is compared whatever the graph found (a second run then has nothing left to merge)."""
+    groups = facts.copy()
+    groups[[not c.fact.key for c in candidates]] = -1
+    order = np.argsort(groups, kind="stable")
+    sizes = np.bincount(groups[groups >= 0])
+    starts = np.concatenate(([0], np.cumsum(sizes))) + int(np.count_nonzero(groups < 0))
+    rows, cols = [], []
+    for group in np.flatnonzero((sizes > 1) & (sizes <= SAME_FACT_GROUP_LIMIT)).tolist():
+        members = order[starts[group]:starts[group + 1]]
+        first, second = np.triu_indices(members.size, 1)
+        rows.append(members[first])
+        cols.append(members[second])
+    if not rows:
+        return pairs
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    rows, cols = np.minimum(rows, cols).astype(INDEX), np.maximum(rows, cols).astype(INDEX)
+    similarities = np.einsum("ij,ij->i", unit[rows], unit[cols])
+    close = similarities >= threshold
+    return pairs.union(Pairs(rows[close], cols[close], similarities[close]), len(candidates))
 
 
 def one_fact(first: tuple[frozenset[str], str], second: tuple[frozenset[str], str]) -> bool:

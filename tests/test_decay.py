@@ -4,7 +4,6 @@ import math
 
 import pytest
 
-from consolidation.settings import Settings
 from tests.conftest import NOW, add_memory, days_ago, link, make_settings
 
 

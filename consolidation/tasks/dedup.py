@@ -8,22 +8,18 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 
 from ..facts import read_fact
 from ..hygiene import Candidate, Contradiction, Merge, Supersession, changes_over_time, duplicate_groups, \
-    fact_ids, merged_fields, simultaneous_conflicts
+    fact_ids, merged_fields, simultaneous_conflicts, with_same_facts
 from ..memory import MAX_COUNT
-from ..similarity import INDEX, Pairs, normalized
+from ..similarity import normalized
 from ..stores.hygiene import HygieneInputs, PlannedMerge
 from ..timeutil import epoch_seconds, to_iso
 from .context import TaskContext, capped
 
 # A change and the statement it changes must be at least this close to be about one thing at all.
 RELATED_SIMILARITY = 0.3
-# Memories with one fact key are compared directly only in groups this small (a larger group of
-# word-for-word restatements is left to the neighbour graph: its pairs are close anyway).
-SAME_FACT_GROUP_LIMIT = 50
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
@@ -38,7 +34,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
                                   ctx.progress)
         candidates = _candidates(inputs, ids)
         facts = fact_ids(candidates)
-        pairs = _with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
+        pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
     merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts)
     active = _after_merges(candidates, merges)
     row = {memory_id: index for index, memory_id in enumerate(ids)}
@@ -69,31 +65,6 @@ def _candidates(inputs: HygieneInputs, with_vectors: list[str]) -> list[Candidat
             inputs.superseded[i], inputs.contents[i], tuple(inputs.merged_texts.get(memory_id, ())),
         ))
     return candidates
-
-
-def _with_same_facts(pairs: Pairs, candidates: list[Candidate], facts: np.ndarray, unit: np.ndarray,
-                     threshold: float) -> Pairs:
-    """The neighbour graph's pairs plus every close pair stating the very same fact. The graph is approximate
-    at scale and may miss a pair one run and find it the next; the texts are exact, so a restatement whose key
-    matches is compared whatever the graph found (a second run then has nothing left to merge)."""
-    groups = facts.copy()
-    groups[[not c.fact.key for c in candidates]] = -1
-    order = np.argsort(groups, kind="stable")
-    sizes = np.bincount(groups[groups >= 0])
-    starts = np.concatenate(([0], np.cumsum(sizes))) + int(np.count_nonzero(groups < 0))
-    rows, cols = [], []
-    for group in np.flatnonzero((sizes > 1) & (sizes <= SAME_FACT_GROUP_LIMIT)).tolist():
-        members = order[starts[group]:starts[group + 1]]
-        first, second = np.triu_indices(members.size, 1)
-        rows.append(members[first])
-        cols.append(members[second])
-    if not rows:
-        return pairs
-    rows, cols = np.concatenate(rows), np.concatenate(cols)
-    rows, cols = np.minimum(rows, cols).astype(INDEX), np.maximum(rows, cols).astype(INDEX)
-    similarities = np.einsum("ij,ij->i", unit[rows], unit[cols])
-    close = similarities >= threshold
-    return pairs.union(Pairs(rows[close], cols[close], similarities[close]), len(candidates))
 
 
 def _after_merges(candidates: list[Candidate], merges: list[Merge]) -> list[Candidate]:
