@@ -67,7 +67,7 @@ class ConsolidationEngine:
         falkor = stores.graph.falkor
         self.control = ControlStore(falkor)
         self.runs = RunStore(falkor)
-        self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), HygieneStore(falkor),
+        self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), HygieneStore(falkor, stores.graph.scoping),
                                    embedder)
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._background: list[threading.Thread] = []

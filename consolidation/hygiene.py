@@ -50,6 +50,7 @@ class Candidate:
     superseded: bool = False
     content: str = ""
     merged_texts: tuple[str, ...] = ()  # what earlier runs merged into it: it stands for those texts too
+    scope: str = ""  # memories of different scopes are never merged, superseded or contradicted
 
     @property
     def variants(self) -> tuple[tuple[Fact, str], ...]:
@@ -90,10 +91,12 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
     kept apart because their facts differ (look-alikes). Groups are complete-link: every two members state one
     fact, so "deploys", "staging deploys" and "production deploys" never end up in one group. `facts`: the
     candidates' fact_ids, when the caller has them already."""
-    types: dict = {}
+    kinds: dict = {}
     facts = fact_ids(candidates) if facts is None else facts
-    type_ids = np.fromiter((types.setdefault(c.type, len(types)) for c in candidates), np.int64, len(candidates))
-    same_type = type_ids[rows] == type_ids[cols]
+    # Type and scope: a Decision never merges with a Preference, nor one user's memory with another's.
+    kind_ids = np.fromiter((kinds.setdefault((c.type, c.scope), len(kinds)) for c in candidates), np.int64,
+                           len(candidates))
+    same_type = kind_ids[rows] == kind_ids[cols]
     joined = facts[rows] == facts[cols]
     for k in np.flatnonzero(_one_term_apart(candidates, rows, cols) & same_type & ~joined):
         joined[k] = compatible(candidates[rows[k]], candidates[cols[k]])
@@ -118,9 +121,9 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
 
 
 def fact_ids(candidates: Sequence[Candidate]) -> np.ndarray:
-    """A number per candidate, equal for candidates of one type stating the same key."""
+    """A number per candidate, equal for candidates of one type and scope stating the same key."""
     seen: dict = {}
-    return np.fromiter((seen.setdefault((c.type, c.fact.key), len(seen)) for c in candidates), np.int64,
+    return np.fromiter((seen.setdefault((c.scope, c.type, c.fact.key), len(seen)) for c in candidates), np.int64,
                        len(candidates))
 
 
@@ -253,11 +256,17 @@ def _instant(iso: str) -> float:
 
 # --- changes: supersessions and contradictions --------------------------------------------------------------
 
+def _within_scope(related: callable) -> callable:
+    """Memories of different scopes are never about the same subject, however close their vectors."""
+    return lambda a, b: a.scope == b.scope and related(a, b)
+
+
 def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tuple[list[Supersession],
                                                                                      list[Contradiction]]:
     """Each memory announcing a change, matched with the older statements it changes; `related(a, b)` says
     whether two memories' vectors are close enough to be about one thing at all. A memory stands for the texts
     merged into it as well: any of them may announce, or state, what is matched."""
+    related = _within_scope(related)
     # Only the terms a change looks statements up by are indexed (its old value, subject and new value).
     announcers = [i for i, c in enumerate(candidates) if c.fact.change is not None or c.merged_texts]
     wanted = {t for i in announcers for fact, _ in candidates[i].variants if fact.change is not None
@@ -417,6 +426,7 @@ def _order(announcer: Candidate, older: Candidate, extra: int, reason: str,
 def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -> list[Contradiction]:
     """Two plain statements of one type recorded at the same moment that differ in exactly one value ("closes
     at 2 pm" / "closes at 3 pm"): a conflict with no order to settle it."""
+    related = _within_scope(related)
     timed = sorted((c.created, i) for i, c in enumerate(candidates) if not math.isnan(c.created))
     found = []
     for position, (when, i) in enumerate(timed):

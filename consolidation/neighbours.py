@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from .settings import Settings
-from .similarity import INDEX, Pairs, similar_pairs
+from .similarity import INDEX, Pairs, similar_pairs_within
 
 
 class NeighbourGraph:
@@ -25,18 +25,19 @@ class NeighbourGraph:
         self._threshold: float | None = None
 
     def pairs(self, ids: Sequence[str], unit: np.ndarray, threshold: float,
-              progress: Callable[[int, int], None]) -> Pairs:
-        """Pairs i < j (indexes into `ids`) with cosine >= threshold."""
+              progress: Callable[[int, int], None], scopes: np.ndarray | None = None) -> Pairs:
+        """Pairs i < j (indexes into `ids`) with cosine >= threshold, within one scope (`scopes`: a code per
+        memory; None: all one scope). A memory's scope does not change within a run, so the copy stays exact."""
         if self._threshold is None or threshold < self._threshold or not all(i in self._position for i in ids):
-            self._compute(ids, unit, threshold, progress)
+            self._compute(ids, unit, threshold, progress, scopes)
         return self._subset(ids, threshold)
 
-    def _compute(self, ids: Sequence[str], unit: np.ndarray, threshold: float, progress) -> None:
+    def _compute(self, ids: Sequence[str], unit: np.ndarray, threshold: float, progress, scopes) -> None:
         settings = self.settings
         self._threshold = min(threshold, settings.consolidation_cluster_similarity,
                               settings.consolidation_dedup_similarity)
-        self._pairs = similar_pairs(unit, self._threshold, settings.consolidation_cluster_exact_limit,
-                                    settings.consolidation_cluster_probe_cells, progress=progress)
+        self._pairs = similar_pairs_within(unit, scopes, self._threshold, settings.consolidation_cluster_exact_limit,
+                                           settings.consolidation_cluster_probe_cells, progress=progress)
         self._position = {memory_id: index for index, memory_id in enumerate(ids)}
 
     def _subset(self, ids: Sequence[str], threshold: float) -> Pairs:

@@ -13,6 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 TASK_NAMES = ("decay", "dedup", "creative", "cluster", "forget")
 CREATIVE_KINDS = ("explains", "shares_theme", "parallel_context")
 TOKEN_FILE = "admin_token"
+SCOPE_PROPERTY = re.compile(r"[a-z][a-z0-9_]{0,63}")
+# The properties a memory node has of its own: a scope property must be a name the service does not use.
+MEMORY_PROPERTIES = frozenset({
+    "id", "content", "type", "importance", "confidence", "tags", "timestamp", "last_accessed", "access_count",
+    "protected", "protected_reason", "embedding", "relevance_score", "archived", "archived_at", "merged_into",
+    "superseded_by", "distinct_from", "restored_at", "created_at", "updated_at", "cluster_size", "superseded_at",
+})
 ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 
 Fraction = Annotated[float, Field(ge=0.0, le=1.0)]
@@ -74,6 +81,9 @@ class Settings(BaseModel):
 
     # Creative associations.
     consolidation_creative_sample_size: int = Field(30, ge=2, le=1000, description="an integer 2..1000")
+    consolidation_scope_properties: tuple[str, ...] = Field(
+        (), description="a comma-separated list of memory properties that partition memories (like "
+                        "user_id,agent_id); empty for one scope")
     consolidation_creative_kinds: tuple[str, ...] = Field(
         ("explains",),
         description="a comma-separated list of explains, shares_theme, parallel_context (the edge kinds creative "
@@ -134,7 +144,8 @@ class Settings(BaseModel):
     def _empty_means_unset(cls, value):
         return None if isinstance(value, str) and not value.strip() else value
 
-    @field_validator("consolidation_protected_types", "consolidation_creative_kinds", "cors_origins", mode="before")
+    @field_validator("consolidation_protected_types", "consolidation_creative_kinds", "cors_origins",
+                     "consolidation_scope_properties", mode="before")
     @classmethod
     def _split_list(cls, value):
         if isinstance(value, str):
@@ -147,6 +158,18 @@ class Settings(BaseModel):
         unknown = sorted(set(value) - set(CREATIVE_KINDS))
         if unknown:
             raise ValueError(f"unknown kind {unknown[0]!r}")
+        return value
+
+    @field_validator("consolidation_scope_properties")
+    @classmethod
+    def _scope_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not SCOPE_PROPERTY.fullmatch(name):
+                raise ValueError(f"{name!r} is not a property name (lower-case letters, digits, _)")
+            if name in MEMORY_PROPERTIES:
+                raise ValueError(f"{name!r} is a memory field of its own, not a scope")
+        if len(set(value)) != len(value):
+            raise ValueError("a property is named twice")
         return value
 
     @field_validator("cors_origins")

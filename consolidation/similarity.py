@@ -71,6 +71,27 @@ def similar_pairs(unit: np.ndarray, threshold: float, exact_limit: int, probe_ce
     return similar_pairs_by_cells(unit, threshold, probe_cells, seed, progress)
 
 
+def similar_pairs_within(unit: np.ndarray, groups: np.ndarray | None, threshold: float, exact_limit: int,
+                         probe_cells: int, progress=_no_progress) -> Pairs:
+    """similar_pairs, but only between vectors of one group (a scope). Each group is searched on its own: a
+    crowd of close vectors in other groups could otherwise take the places of a group's own neighbours."""
+    n = unit.shape[0]
+    if groups is None or n == 0 or np.all(groups == groups[0]):
+        return similar_pairs(unit, threshold, exact_limit, probe_cells, progress=progress)
+    order = np.argsort(groups, kind="stable")
+    parts, done = [], 0
+    for members in np.split(order, np.flatnonzero(np.diff(groups[order])) + 1):
+        progress(done, n)
+        done += members.size
+        if members.size < 2:
+            continue
+        found = similar_pairs(unit[members], threshold, exact_limit, probe_cells)
+        first, second = members[found.rows], members[found.cols]
+        parts.append((np.minimum(first, second).astype(INDEX), np.maximum(first, second).astype(INDEX),
+                      found.similarities))
+    return Pairs.joined(parts)
+
+
 def similar_pairs_exact(unit: np.ndarray, threshold: float, progress=_no_progress) -> Pairs:
     """Every pair i < j with cosine >= threshold, by blocked matrix products over the upper triangle."""
     n = unit.shape[0]

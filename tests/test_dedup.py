@@ -255,8 +255,8 @@ def test_the_full_run_shares_one_neighbour_graph_between_dedup_and_cluster(servi
     import consolidation.neighbours as neighbours
 
     calls = []
-    real = neighbours.similar_pairs
-    monkeypatch.setattr(neighbours, "similar_pairs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    real = neighbours.similar_pairs_within
+    monkeypatch.setattr(neighbours, "similar_pairs_within", lambda *a, **k: calls.append(1) or real(*a, **k))
     for i in range(6):
         add_memory(services, vector=unit(BASE + 0.05 * axis(3 + i)), content=f"a note about topic {i}")
     result = services.engine.run(["dedup", "cluster"])

@@ -13,6 +13,7 @@ from ..heartbeat import Heartbeat
 from ..settings import Settings
 from .control import VectorBindingStore
 from .falkor import Falkor
+from ..scopes import Scoping
 from .graph import GraphStore
 from .vectors import VectorStore
 
@@ -91,7 +92,7 @@ def open_stores(settings: Settings) -> Stores:
     binding = None
     if settings.falkordb_host and not settings.qdrant_url:
         binding = VectorBinding(falkor, vectors.store_id, settings.consolidation_lease_seconds)
-    stores = Stores(GraphStore(falkor), vectors, embedded=settings.uses_embedded_store, binding=binding)
+    stores = Stores(GraphStore(falkor, Scoping(settings.consolidation_scope_properties)), vectors, embedded=settings.uses_embedded_store, binding=binding)
     try:
         stores.try_ready()
     except StoreMismatch:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import redis
 
+from ..scopes import Scoping
 from ..timeutil import epoch_seconds
 from .falkor import Falkor, booleans, chunked, floats
 
@@ -57,6 +58,7 @@ class SampledMemory:
     id: str
     type: str
     created: float  # epoch seconds, NaN if unknown
+    scope: str = ""
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,9 @@ class MetaPatternRecord:
 class GraphStore:
     """Reads and writes memories in FalkorDB; every query batches (UNWIND) instead of looping per memory."""
 
-    def __init__(self, falkor: Falkor):
+    def __init__(self, falkor: Falkor, scoping: Scoping | None = None):
         self.falkor = falkor
+        self.scoping = scoping or Scoping()
 
     def ensure_schema(self) -> None:
         """Create the indexes the queries rely on, if missing."""
@@ -180,7 +183,7 @@ class GraphStore:
         sample is uniform; if probing finds too few (a small or mostly irrelevant store), the full sort decides.
         """
         filters = f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY}"
-        columns = "m.id, m.type, m.timestamp"
+        columns = f"m.id, m.type, m.timestamp, {self.scoping.key_expression()}"
         # Node ids are reused after deletions, so they stay close to 0..count; the margin covers the rest.
         bound = int(self.falkor.execute("MATCH (n) RETURN count(n)", read_only=True)[0][0] * 1.1) + 64
         found: dict[str, list] = {}
@@ -200,7 +203,7 @@ class GraphStore:
             found = {row[0]: row for row in rows}
         rows = random.sample(list(found.values()), min(size, len(found)))
         created = epoch_seconds(row[2] for row in rows)
-        return [SampledMemory(row[0], row[1] or "Memory", float(t)) for row, t in zip(rows, created)]
+        return [SampledMemory(row[0], row[1] or "Memory", float(t), row[3]) for row, t in zip(rows, created)]
 
     def linked_pairs(self, ids: Sequence[str]) -> set[frozenset[str]]:
         """Pairs among these memories that already share an edge of any type or direction."""
@@ -224,19 +227,22 @@ class GraphStore:
 
     # --- clustering ------------------------------------------------------------------------------
 
-    def cluster_candidates(self, min_relevance: float) -> list[str]:
-        columns = self.falkor.scan_memories(f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY}", "m.id",
-                                            {"min": min_relevance})
-        return columns[0] if columns else []
+    def cluster_candidates(self, min_relevance: float) -> tuple[list[str], list[str]]:
+        """The ids of the memories clustering groups, and each one's scope key."""
+        columns = self.falkor.scan_memories(f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY}",
+                                            f"m.id, {self.scoping.key_expression()}", {"min": min_relevance})
+        return (columns[0], columns[1]) if columns else ([], [])
 
     def memory_details(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """Type, timestamp and importance of the given memories, by id."""
-        rows = list(self._rows_by_id(ids, "m.type, m.timestamp, m.importance"))
+        """Type, timestamp, importance and scope properties of the given memories, by id."""
+        scope = "".join(f", m.{name}" for name in self.scoping.properties)
+        rows = list(self._rows_by_id(ids, f"m.type, m.timestamp, m.importance{scope}"))
         weights = floats([row[3] for row in rows])
         return {
-            memory_id: {"type": memory_type or "Memory", "timestamp": timestamp,
-                        "importance": None if np.isnan(weight) else float(weight)}
-            for (memory_id, memory_type, timestamp, _), weight in zip(rows, weights)
+            row[0]: {"type": row[1] or "Memory", "timestamp": row[2],
+                     "importance": None if np.isnan(weight) else float(weight),
+                     "scope": dict(zip(self.scoping.properties, row[4:]))}
+            for row, weight in zip(rows, weights)
         }
 
     def memory_contents(self, ids: Sequence[str]) -> dict[str, str]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from ..scopes import Scoping
 from .falkor import Falkor, booleans, chunked
 from .tombstones import edge_groups, restore_edges, snapshot
 
@@ -35,6 +36,7 @@ class HygieneInputs:
     superseded: list[bool]
     distinct_from: dict[str, list[str]]
     merged_texts: dict[str, list[str]]  # canonical id -> the contents merged into it
+    scopes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -46,18 +48,19 @@ class PlannedMerge:
 
 
 class HygieneStore:
-    def __init__(self, falkor: Falkor):
+    def __init__(self, falkor: Falkor, scoping: Scoping | None = None):
         self.falkor = falkor
+        self.scoping = scoping or Scoping()
 
     # --- reading -----------------------------------------------------------------------------------------------
 
     def inputs(self) -> HygieneInputs:
         columns = self.falkor.scan_memories(
             ACTIVE_MEMORY, "m.id, m.type, m.content, m.timestamp, indegree(m) + outdegree(m), m.access_count, "
-            "m.protected, m.superseded_by IS NOT NULL")
+            f"m.protected, m.superseded_by IS NOT NULL, {self.scoping.key_expression()}")
         if not columns:
-            return HygieneInputs([], [], [], [], [], [], [], [], {}, {})
-        ids, types, contents, timestamps, degrees, uses, protected, superseded = columns
+            return HygieneInputs([], [], [], [], [], [], [], [], {}, {}, [])
+        ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes = columns
         distinct = self.falkor.records(
             f"MATCH (m:Memory) WHERE {ACTIVE_MEMORY} AND m.distinct_from IS NOT NULL RETURN m.id, m.distinct_from",
             read_only=True)
@@ -72,7 +75,7 @@ class HygieneStore:
             access_counts=[int(u) if str(u).lstrip("-").isdigit() else 0 for u in uses],
             protected=list(booleans(protected)), superseded=list(booleans(superseded)),
             distinct_from={memory_id: list(others) for memory_id, others in distinct},
-            merged_texts=merged_texts,
+            merged_texts=merged_texts, scopes=list(scopes),
         )
 
     def linked_pairs(self, pairs: Sequence[tuple[str, str]]) -> set[frozenset[str]]:

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ..clusters import ClusterMatch, match_clusters
+from ..scopes import scope_codes
 from ..scoring import DEFAULT_IMPORTANCE, relevance_scores
 from ..similarity import clusters, normalized
 from ..stores.vectors import VectorPoint
@@ -23,10 +24,14 @@ SUMMARY_MEMBERS = 50
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
-    ids, matrix = ctx.vectors.vectors(ctx.graph.cluster_candidates(MIN_RELEVANCE))
+    candidates, scope_keys = ctx.graph.cluster_candidates(MIN_RELEVANCE)
+    ids, matrix = ctx.vectors.vectors(candidates)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
-    rows, cols, _ = ctx.neighbours.pairs(ids, unit, settings.consolidation_cluster_similarity, ctx.progress)
+    scope_of = dict(zip(candidates, scope_keys))
+    # Pairs within one scope only, so no cluster (and no MetaPattern) spans two scopes.
+    rows, cols, _ = ctx.neighbours.pairs(ids, unit, settings.consolidation_cluster_similarity, ctx.progress,
+                                         scope_codes([scope_of[i] for i in ids]))
     groups = clusters(len(ids), rows, cols, settings.consolidation_cluster_min_size)
     matches, retired = match_clusters([frozenset(ids[i] for i in g) for g in groups], ctx.graph.meta_patterns())
     changed = [(m, g) for m, g in zip(matches, groups) if m.pattern_id is None or m.members != m.previous_members]
@@ -89,6 +94,9 @@ def _pattern(ctx: TaskContext, match: ClusterMatch, member_ids: list[str], centr
         "protected": True,
         "protected_reason": "summarizes an active cluster",
         "updated_at": to_iso(ctx.now),
+        # A cluster lies in one scope: its summary belongs to that scope too.
+        **{name: value for name, value in details.get(member_ids[0], {}).get("scope", {}).items()
+           if value is not None},
     }
     if match.pattern_id is None:
         now = to_iso(ctx.now)

@@ -30,7 +30,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     edges = []
     considered = 0
     for first, second in itertools.combinations(sample, 2):
-        if frozenset((first.id, second.id)) in linked or first.id not in row_of or second.id not in row_of:
+        if first.scope != second.scope or frozenset((first.id, second.id)) in linked or first.id not in row_of \
+                or second.id not in row_of:
             continue
         considered += 1
         similarity = float(similarities[row_of[first.id], row_of[second.id]])

@@ -13,6 +13,7 @@ from ..facts import read_fact
 from ..hygiene import Candidate, Contradiction, Merge, Supersession, changes_over_time, duplicate_groups, \
     fact_ids, merged_fields, simultaneous_conflicts, with_same_facts
 from ..memory import MAX_COUNT
+from ..scopes import scope_codes
 from ..similarity import normalized
 from ..stores.hygiene import HygieneInputs, PlannedMerge
 from ..timeutil import epoch_seconds, to_iso
@@ -30,9 +31,11 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     unit = normalized(matrix)
     # The neighbour graph (numpy / faiss, which release the GIL) and reading every text (Python) overlap.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-graph") as background:
+        position = {memory_id: index for index, memory_id in enumerate(inputs.ids)}
+        scopes = scope_codes([inputs.scopes[position[memory_id]] for memory_id in ids])
         graph = background.submit(ctx.neighbours.pairs, ids, unit, ctx.settings.consolidation_dedup_similarity,
-                                  ctx.progress)
-        candidates = _candidates(inputs, ids)
+                                  ctx.progress, scopes)
+        candidates = _candidates(inputs, ids, position)
         facts = fact_ids(candidates)
         pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
     merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts)
@@ -52,9 +55,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
                    len(completed))
 
 
-def _candidates(inputs: HygieneInputs, with_vectors: list[str]) -> list[Candidate]:
-    """The memories that have a vector, in the vector order, read as facts."""
-    position = {memory_id: index for index, memory_id in enumerate(inputs.ids)}
+def _candidates(inputs: HygieneInputs, with_vectors: list[str], position: dict[str, int]) -> list[Candidate]:
+    """The memories that have a vector, in the vector order, read as facts (`position`: index in the inputs)."""
     created = epoch_seconds(inputs.timestamps)
     candidates = []
     for memory_id in with_vectors:
@@ -63,6 +65,7 @@ def _candidates(inputs: HygieneInputs, with_vectors: list[str]) -> list[Candidat
             memory_id, inputs.types[i], read_fact(inputs.contents[i]), float(created[i]), inputs.connections[i],
             inputs.access_counts[i], inputs.protected[i], frozenset(inputs.distinct_from.get(memory_id, ())),
             inputs.superseded[i], inputs.contents[i], tuple(inputs.merged_texts.get(memory_id, ())),
+            inputs.scopes[i],
         ))
     return candidates
 

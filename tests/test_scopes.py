@@ -1,0 +1,132 @@
+"""Scopes on the real embedded stores: two users holding identical memories (identical vectors too) never meet
+in an edge, merge, supersession, cluster or summary; without scopes the same data does meet (the test can fail)."""
+
+import pytest
+
+from consolidation.scopes import Scoping, scope_codes
+from consolidation.service import build_services
+from consolidation.settings import Settings, SettingsError, load_settings
+from tests.conftest import TOKEN, add_memory, axis, days_ago, make_settings, unit
+
+USERS = ("alice", "bob")
+# Each user holds the same memories: restatements, an update, a cluster of notes, an Insight and a Pattern.
+RESTATEMENTS = ["We use PostgreSQL for the billing service", "The billing service uses PostgreSQL",
+                "we use postgresql for the billing service."]
+UPDATE = ("Deploys happen on Tuesday", "Deploys moved from Tuesday to Thursday")
+
+
+def holdings(services, user: str | None) -> dict[str, list[str]]:
+    scope = {"user_id": user} if user else {}
+    made = {"restatements": [], "update": [], "notes": [], "insight": []}
+    for i, text in enumerate(RESTATEMENTS):
+        made["restatements"].append(add_memory(services, vector=unit(axis(0) + 0.01 * axis(5 + i)), content=text,
+                                               type="Decision", timestamp=days_ago(10 - i), **scope))
+    for days, text in zip((20, 2), UPDATE):
+        made["update"].append(add_memory(services, vector=unit(axis(1) + 0.2 * axis(9 - days % 3)), content=text,
+                                         type="Context", timestamp=days_ago(days), **scope))
+    for i in range(6):  # at least the smallest cluster (5)
+        made["notes"].append(add_memory(services, vector=unit(axis(2) + 0.05 * axis(10 + i)), type="Context",
+                                        content=f"onboarding checklist item {i}", **scope))
+    made["insight"].append(add_memory(services, vector=unit(axis(3) + 0.1 * axis(4)), type="Insight",
+                                      content="slow queries come from missing indexes", **scope))
+    made["insight"].append(add_memory(services, vector=unit(axis(3)), type="Pattern",
+                                      content="dashboards time out on Mondays", **scope))
+    return made
+
+
+def everything(services):
+    return services.engine.run(["dedup", "creative", "cluster"])["results"]
+
+
+def edges(services) -> list[tuple[str, str, str]]:
+    rows = services.stores.graph.falkor.execute(
+        "MATCH (a)-[r]->(b) RETURN a.id, type(r), b.id", read_only=True)
+    return [tuple(row) for row in rows]
+
+
+def user_of(services) -> dict[str, str | None]:
+    rows = services.stores.graph.falkor.execute("MATCH (m:Memory) RETURN m.id, m.user_id", read_only=True)
+    return {memory_id: user for memory_id, user in rows}
+
+
+@pytest.fixture
+def scoped(tmp_path, clock):
+    services = build_services(make_settings(tmp_path, consolidation_scope_properties="user_id",
+                                            consolidation_creative_sample_size=100,
+                                            consolidation_creative_kinds="explains"), clock=clock)
+    yield services
+    services.close()
+
+
+def test_identical_memories_of_two_users_never_meet(scoped):
+    made = {user: holdings(scoped, user) for user in USERS}
+    results = everything(scoped)
+    owner = user_of(scoped)
+    found = edges(scoped)
+    assert found, "the run wrote edges"
+    for a, relation, b in found:
+        assert owner[a] == owner[b], f"{relation} joins {owner[a]} and {owner[b]}"
+    relations = {relation for _, relation, _ in found}
+    assert {"MERGED_INTO", "SUPERSEDES", "DISCOVERED"} <= relations
+    # Within each user the work is done: two restatements merged, the update supersedes, one cluster each.
+    assert results["dedup"]["merged"] == 2 * (len(RESTATEMENTS) - 1)
+    assert results["dedup"]["supersessions_total"] == 2
+    assert results["creative"]["by_kind"] == {"explains": 2}
+    assert results["cluster"]["clusters_found"] == 2
+    for merge in results["dedup"]["merges"]:
+        assert {owner[d] for d in merge["duplicates"]} == {owner[merge["into"]]}
+    patterns = scoped.stores.graph.meta_patterns()
+    for pattern in patterns:
+        assert len({owner[m] for m in pattern.member_ids}) == 1
+        assert owner[pattern.id] == owner[next(iter(pattern.member_ids))]  # the summary carries the scope
+    assert sorted(owner[p.id] for p in patterns) == sorted(USERS)
+    for user in USERS:
+        assert owner[made[user]["update"][0]] == user
+
+
+def test_without_scopes_the_same_memories_do_meet(services):
+    for user in USERS:
+        holdings_made = holdings(services, user)
+    results = everything(services)
+    owner = user_of(services)
+    assert any(owner[a] != owner[b] for a, _, b in edges(services))
+    held = sum(len(ids) for ids in holdings_made.values())
+    facts = 1 + len(UPDATE) + 6 + 2  # the restatements state one fact; each other memory its own
+    assert results["dedup"]["merged"] == 2 * held - facts  # every copy merges with the other user's
+
+
+def test_memories_missing_the_property_form_a_scope_of_their_own(scoped):
+    holdings(scoped, "alice")
+    holdings(scoped, None)
+    everything(scoped)
+    owner = user_of(scoped)
+    assert all(owner[a] == owner[b] for a, _, b in edges(scoped))
+
+
+def test_scope_keys_never_collide():
+    # With a plain separator ("a|b", "c") and ("a", "b|c") would be one scope; lengths keep them apart.
+    scoping = Scoping(("user_id", "agent_id"))
+    expression = scoping.key_expression()
+    assert "size(" in expression
+    assert list(scope_codes(["3:a|b/1:c", "1:a/3:b|c", "3:a|b/1:c"])) in ([0, 1, 0], [1, 0, 1])
+
+
+def test_scope_keys_computed_by_the_graph_tell_value_lists_apart(scoped):
+    scoped.stores.graph.falkor.execute("CREATE (:Probe {user_id: 'a|b', agent_id: 'c'}), "
+                                       "(:Probe {user_id: 'a', agent_id: 'b|c'}), (:Probe {user_id: 'a'})")
+    scoping = Scoping(("user_id", "agent_id"))
+    keys = [row[0] for row in scoped.stores.graph.falkor.execute(
+        f"MATCH (m:Probe) RETURN {scoping.key_expression()}", read_only=True)]
+    assert len(set(keys)) == 3
+
+
+@pytest.mark.parametrize("value, problem", [("user_id,user_id", "named twice"), ("User", "not a property name"),
+                                            ("content", "memory field of its own"), ("user-id", "not a property")])
+def test_scope_properties_are_checked_at_start(value, problem):
+    with pytest.raises(SettingsError, match=problem):
+        load_settings({"ADMIN_API_TOKEN": TOKEN, "CONSOLIDATION_SCOPE_PROPERTIES": value})
+
+
+def test_scope_properties_setting_reads_a_list():
+    assert Settings(admin_api_token=TOKEN, consolidation_scope_properties="user_id, agent_id"
+                    ).consolidation_scope_properties == ("user_id", "agent_id")
