@@ -224,6 +224,19 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     assert f"points in Qdrant\n{counts[1]}" in page.inner_text("#drift-counts")
     assert "running" in page.inner_text("#scheduler-state")
 
+    # A run in progress (begun here, as another process would) shows its live progress on the next status poll,
+    # and leaves the panel when it ends.
+    engine = services.engine
+    run = engine.begin(["decay"], dry_run=True, trigger="test")
+    engine.runs.update(run.id, {"current_task": "decay", "progress": {"task": "decay", "processed": 3, "total": 7,
+                                                                      "elapsed_seconds": 0.5}})
+    page.wait_for_selector(f"#current-run-state:has-text('{run.id[:8]}')")
+    assert "(decay, dry run)" in page.inner_text("#current-run-state")
+    assert "decay 3 / 7 memories" in page.inner_text("#current-run-state")
+    assert page.eval_on_selector("#current-run-progress", "bar => [bar.value, bar.max, bar.hidden]") == [3, 7, False]
+    engine.execute(run)
+    page.wait_for_selector("#current-run-state:has-text('No run in progress')")
+
     # A dry forget from the page: confirmed, then every decision with its reason, and nothing written.
     second = service["second"]
     page.click("#forget-preview-button")

@@ -4,10 +4,13 @@ merges, supersessions and restorable memories; admin only, paged, bad paging ref
 from __future__ import annotations
 
 import re
+import urllib.parse
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from consolidation.service import build_services
 from tests.conftest import TOKEN, add_memory, axis, days_ago, make_settings, vector_at
@@ -49,6 +52,25 @@ def test_bad_paging_is_a_400_naming_the_parameter(route, query, field, client, a
     assert answer.status_code == 400
     assert answer.json["error"] == "invalid_input" and answer.json["field"] == field
     assert answer.json["detail"].startswith(f"{field}: ")
+
+
+@settings(max_examples=80, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(route=st.sampled_from(ROUTES), name=st.sampled_from(["limit", "offset", "bins", "kind", "x"]),
+       value=st.one_of(st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, exclude_categories=()),
+                               max_size=12),
+                       st.integers(-(2**70), 2**70).map(str), st.sampled_from(["1e3", "0x10", " 7", "5.0", "NaN"])))
+def test_any_query_value_is_answered_or_refused_in_the_error_shape(client, auth, route, name, value):
+    separator = "&" if "?" in route else "?"
+    quoted = urllib.parse.quote(value, safe="", errors="surrogatepass")
+    answer = client.get(f"{route}{separator}{name}={quoted}", headers=auth)
+    assert answer.status_code in (200, 400), answer.get_data()[:300]
+    if answer.status_code == 400:
+        assert answer.json["error"] == "invalid_input" and answer.json["field"] == name
+    elif "histogram" in route:
+        assert answer.json["scored"] == 0 and {b["count"] for b in answer.json["buckets"]} == {0}
+    else:
+        assert answer.json["items"] == [] and answer.json["total"] == 0
 
 
 def test_restorable_needs_a_known_kind_and_the_histogram_a_sane_bin_count(client, auth):

@@ -8,12 +8,16 @@ export class Pager {
     this.container = container;
     this.size = size;
     this.offset = 0;
+    this.latest = 0;
     this.fetchPage = fetchPage;
     this.render = render;
   }
 
   async load(offset = this.offset) {
+    const ticket = ++this.latest;
     const page = await this.fetchPage(this.size, Math.max(0, offset));
+    // Answers can arrive out of order (a refresh, then a click on another tab): only the newest is shown.
+    if (ticket !== this.latest) return null;
     // A list that shrank (a restore took an item away) may leave us past its end: step back to its last page.
     if (!page.items.length && page.total > 0 && page.offset > 0) {
       return this.load(Math.floor((page.total - 1) / this.size) * this.size);
