@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from consolidation.api.inspection import ROUTE_MODELS
 from consolidation.service import build_services
 from tests.conftest import TOKEN, add_memory, axis, days_ago, make_settings, vector_at
 
@@ -217,3 +218,12 @@ def test_the_dashboard_page_and_its_files_are_served_from_the_service_alone(clie
         assert not re.search(r"https?://", script.read_text()), script.name
     assert client.get("/dashboard/static/vendor/chart.js.LICENSE.md").status_code == 200
     assert "MIT License" in (STATIC / "vendor" / "chart.js.LICENSE.md").read_text()
+
+
+def test_every_read_route_names_its_query_and_response_models(app):
+    """The OpenAPI description is generated from these: every route is listed, and each model has a schema."""
+    served = {rule.rule for rule in app.url_map.iter_rules() if rule.endpoint.startswith("inspection.")}
+    assert served == set(ROUTE_MODELS) == {route.split("?")[0] for route in ROUTES}
+    for query, response in ROUTE_MODELS.values():
+        assert query.model_json_schema()["additionalProperties"] is False  # unknown parameters are refused
+        assert response.model_json_schema()["properties"]

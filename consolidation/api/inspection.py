@@ -220,6 +220,17 @@ def restorable():
     return _reply(RestorablePage(items=page.items, total=page.total, **query.model_dump()))
 
 
+# Each route's query and response model, for the OpenAPI description (tests check every route is listed).
+ROUTE_MODELS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "/consolidate/runs": (PageQuery, RunPage),
+    "/memories/relevance-histogram": (HistogramQuery, RelevanceHistogram),
+    "/clusters": (PageQuery, ClusterPage),
+    "/hygiene/merges": (PageQuery, MergePage),
+    "/hygiene/supersessions": (PageQuery, SupersessionPage),
+    "/memories/restorable": (RestorableQuery, RestorablePage),
+}
+
+
 # --- helpers -------------------------------------------------------------------------------------------------
 
 Query = TypeVar("Query", bound=BaseModel)
