@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= data
 
-.PHONY: run test bench quality setup clean
+.PHONY: run test bench quality setup browser screenshot clean
 
 setup: $(VENV)/.installed
 
@@ -19,8 +19,16 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 run: setup
 	@DATA_DIR=$(DATA_DIR) BIN=$(BIN) ./scripts/start.sh
 
-test: setup
+# The dashboard's browser test drives Debian's Chromium (never a browser download); install it when missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }
+
+test: setup browser
 	$(BIN)/python -m pytest
+
+# Refresh the README's picture of the dashboard: the browser test, saving its screenshot into docs/.
+screenshot: setup browser
+	$(BIN)/python -m pytest tests/test_dashboard_browser.py --dashboard-screenshot=docs/dashboard.png
 
 bench: setup
 	$(BIN)/python bench/consolidation_bench.py

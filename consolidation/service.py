@@ -13,6 +13,7 @@ from .ingest import MemoryService
 from .scheduler import ConsolidationScheduler
 from .settings import Settings
 from .stores import Stores, open_stores
+from .stores.inspection import InspectionStore
 from .summaries import HeuristicSummarizer, LLMSummarizer, Summarizer
 from .timeutil import utc_now
 
@@ -26,6 +27,7 @@ class Services:
     engine: ConsolidationEngine
     memories: MemoryService
     scheduler: ConsolidationScheduler
+    inspection: InspectionStore
 
     def close(self) -> None:
         """Stop the scheduler, let background runs finish, then release the stores; safe to call twice."""
@@ -41,7 +43,7 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
     engine = ConsolidationEngine(settings, stores, embedder, summarizer_for(settings), clock)
     memories = MemoryService(settings, stores, embedder, engine.lifecycle, clock)
     scheduler = ConsolidationScheduler(engine, settings.consolidation_tick_seconds)
-    return Services(settings, stores, engine, memories, scheduler)
+    return Services(settings, stores, engine, memories, scheduler, InspectionStore(stores.graph.falkor))
 
 
 def summarizer_for(settings: Settings) -> Summarizer:

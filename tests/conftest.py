@@ -143,3 +143,9 @@ def serve():
     yield start
     for server in servers:
         server.stop()
+
+
+def pytest_addoption(parser):
+    parser.addoption("--dashboard-screenshot", default=None, metavar="PATH",
+                     help="where the dashboard browser test saves its screenshot (default: the test's tmp dir); "
+                          "`make screenshot` passes docs/dashboard.png")

@@ -35,6 +35,13 @@ def test_the_wheel_holds_the_package_the_command_and_the_pinned_dependencies(whe
     assert {"consolidation/cli.py", "consolidation/wsgi.py", "consolidation/gunicorn_conf.py",
             "consolidation/api/__init__.py", "consolidation/tasks/dedup.py"} <= names
     assert not any(name.startswith(("tests/", "bench/")) for name in names)
+    # The dashboard works from an installed package: its page and every static file it serves are inside.
+    dashboard = ROOT / "consolidation" / "dashboard"
+    shipped = {path.relative_to(ROOT).as_posix() for path in dashboard.rglob("*")
+               if path.is_file() and "__pycache__" not in path.parts}
+    assert {"consolidation/dashboard/templates/dashboard/index.html", "consolidation/dashboard/static/main.js",
+            "consolidation/dashboard/static/vendor/chart.umd.min.js",
+            "consolidation/dashboard/static/vendor/chart.js.LICENSE.md"} <= shipped <= names
     assert "consolidation = consolidation.cli:main" in entry_points
     pinned = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
               if line.strip() and not line.startswith("#")]

@@ -7,10 +7,11 @@ import re
 from flask import Flask
 from flask_cors import CORS
 
+from ..dashboard import blueprint as dashboard
 from ..logs import configure_logging
 from ..service import Services, build_services
 from ..settings import Settings, load_settings
-from . import consolidate, errors, health, memories, metrics
+from . import consolidate, errors, health, inspection, memories, metrics
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None,
@@ -24,7 +25,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.json.sort_keys = False
     app.extensions["consolidation"] = services
     errors.register(app)
-    for blueprint in (consolidate.blueprint, memories.blueprint, health.blueprint, metrics.blueprint):
+    for blueprint in (consolidate.blueprint, inspection.blueprint, memories.blueprint, health.blueprint,
+                      metrics.blueprint, dashboard):
         app.register_blueprint(blueprint)
     app.after_request(metrics.count_request)
     _allow_origins(app, settings.cors_origins)

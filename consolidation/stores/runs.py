@@ -28,7 +28,7 @@ class RunStore:
         rows = self.falkor.records(
             "MATCH (r:ConsolidationRun {id: $id}) RETURN properties(r)", {"id": run_id}, read_only=True
         )
-        return _decode(dict(rows[0][0])) if rows else None
+        return decode_run(dict(rows[0][0])) if rows else None
 
     def abandon_running(self, except_id: str, at: str) -> None:
         """Mark every other run still recorded as running as abandoned (its process died holding the lease)."""
@@ -52,7 +52,8 @@ def _encode(fields: dict[str, Any]) -> dict[str, Any]:
     return {key: json.dumps(value) if key in JSON_FIELDS else value for key, value in fields.items()}
 
 
-def _decode(props: dict[str, Any]) -> dict[str, Any]:
+def decode_run(props: dict[str, Any]) -> dict[str, Any]:
+    """A run record as stored, with its JSON fields (tasks, progress, result) read back."""
     for key in JSON_FIELDS:
         if isinstance(props.get(key), str):
             props[key] = json.loads(props[key])

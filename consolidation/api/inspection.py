@@ -1,0 +1,280 @@
+"""Admin-only, paged read routes over what consolidation did: run history, the relevance histogram, clusters,
+merges, supersessions and the memories a restore can bring back. The dashboard reads these, as any client may.
+
+Each route's query and response are pydantic models kept next to it, for the OpenAPI description."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Literal, TypeVar
+
+from flask import Blueprint, jsonify, request
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import InvalidInput
+from ..stores.inspection import PREVIEW_CHARS
+from ..timeutil import epoch_or_nan
+from .auth import require_admin
+from .context import services
+
+blueprint = Blueprint("inspection", __name__)
+DEFAULT_LIMIT, MAX_LIMIT = 50, 500
+MAX_OFFSET = 10_000_000
+
+
+# --- queries -------------------------------------------------------------------------------------------------
+
+class PageQuery(BaseModel):
+    """Which slice of a list: at most `limit` items after skipping `offset`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description=f"items per page, 1..{MAX_LIMIT}")
+    offset: int = Field(0, ge=0, le=MAX_OFFSET, description="items to skip from the start of the list")
+
+
+class RestorableQuery(PageQuery):
+    kind: Literal["archived", "merged", "deleted"] = Field(
+        description="archived (by forgetting or a retired cluster), merged (into another memory), or deleted "
+                    "(restorable from its tombstone)")
+
+
+class HistogramQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bins: int = Field(10, ge=2, le=100, description="equal slices of 0..1, 2..100")
+
+
+# --- responses -----------------------------------------------------------------------------------------------
+
+class PageInfo(BaseModel):
+    total: int = Field(description="how many items the whole list holds")
+    limit: int
+    offset: int
+
+
+class TaskOutcome(BaseModel):
+    success: bool | None
+    seconds: float | None
+    memories_processed: int | None
+    error: str | None = None
+
+
+class RunProgress(BaseModel):
+    task: str | None = None
+    processed: int | None = None
+    total: int | None = None
+    elapsed_seconds: float | None = None
+
+
+class RunSummary(BaseModel):
+    """One run as the history lists it: its tasks' outcomes and times, without their full reports (those are
+    at GET /consolidate/runs/<run_id>)."""
+
+    run_id: str
+    state: Literal["running", "succeeded", "failed", "abandoned"]
+    tasks: list[str]
+    dry_run: bool
+    trigger: str | None
+    started_at: str | None
+    finished_at: str | None
+    duration_seconds: float | None = Field(description="from start to finish; null while running")
+    outcomes: dict[str, TaskOutcome] = Field(description="by task name, for the tasks that ran")
+    progress: RunProgress | None
+    error: str | None = None
+
+
+class RunPage(PageInfo):
+    items: list[RunSummary]
+
+
+class RelevanceBucket(BaseModel):
+    low: float
+    high: float = Field(description="exclusive, except for the last bucket, which holds 1.0")
+    count: int
+
+
+class RelevanceHistogram(BaseModel):
+    """Stored relevance of the active memories (cluster summaries aside); never-scored ones are counted apart."""
+
+    bins: int
+    buckets: list[RelevanceBucket]
+    scored: int
+    unscored: int
+
+
+class Cluster(BaseModel):
+    id: str
+    summary: str | None
+    size: int = Field(description="memories it summarizes now")
+    dominant_type: str | None
+    summary_method: str | None
+    temporal_span_days: float | None
+    created_at: str | None
+    updated_at: str | None
+
+
+class ClusterPage(PageInfo):
+    items: list[Cluster]
+
+
+class MergeEntry(BaseModel):
+    duplicate_id: str
+    duplicate_content: str | None = Field(description=f"its first {PREVIEW_CHARS} characters")
+    canonical_id: str
+    canonical_content: str | None
+    state: Literal["pending", "done", "restored"]
+    similarity: float | None
+    reason: str | None
+    merged_at: str | None
+    restored_at: str | None
+
+
+class MergePage(PageInfo):
+    items: list[MergeEntry]
+
+
+class Supersession(BaseModel):
+    newer_id: str
+    newer_content: str | None
+    older_id: str
+    older_content: str | None
+    confidence: float | None
+    reason: str | None
+    detected_at: str | None
+
+
+class SupersessionPage(PageInfo):
+    items: list[Supersession]
+
+
+class RestorableMemory(BaseModel):
+    memory_id: str
+    kind: Literal["archived", "merged", "deleted"]
+    type: str | None
+    content: str | None = Field(description=f"its first {PREVIEW_CHARS} characters")
+    since: str | None = Field(description="when it was archived, merged or deleted")
+    reason: str | None = Field(description="why it was deleted, or which memory it was merged into")
+    merged_into: str | None
+    relevance_score: float | None
+
+
+class RestorablePage(PageInfo):
+    kind: Literal["archived", "merged", "deleted"]
+    items: list[RestorableMemory]
+
+
+# --- routes --------------------------------------------------------------------------------------------------
+
+@blueprint.get("/consolidate/runs")
+@require_admin
+def run_history():
+    query = _query(PageQuery)
+    svc = _ready_services()
+    page = svc.inspection.runs(query.limit, query.offset)
+    lease = svc.engine.control.current_lease()
+    live = lease.run_id if lease else None
+    return _reply(RunPage(items=[_run_summary(run, live) for run in page.items], total=page.total,
+                          **query.model_dump()))
+
+
+@blueprint.get("/memories/relevance-histogram")
+@require_admin
+def relevance_histogram():
+    bins = _query(HistogramQuery).bins
+    counts, unscored = _ready_services().inspection.relevance_counts(bins)
+    buckets = [RelevanceBucket(low=round(i / bins, 6), high=round((i + 1) / bins, 6), count=count)
+               for i, count in enumerate(counts)]
+    return _reply(RelevanceHistogram(bins=bins, buckets=buckets, scored=sum(counts), unscored=unscored))
+
+
+@blueprint.get("/clusters")
+@require_admin
+def clusters():
+    query = _query(PageQuery)
+    page = _ready_services().inspection.clusters(query.limit, query.offset)
+    return _reply(ClusterPage(items=page.items, total=page.total, **query.model_dump()))
+
+
+@blueprint.get("/hygiene/merges")
+@require_admin
+def merges():
+    query = _query(PageQuery)
+    page = _ready_services().inspection.merges(query.limit, query.offset)
+    return _reply(MergePage(items=page.items, total=page.total, **query.model_dump()))
+
+
+@blueprint.get("/hygiene/supersessions")
+@require_admin
+def supersessions():
+    query = _query(PageQuery)
+    page = _ready_services().inspection.supersessions(query.limit, query.offset)
+    return _reply(SupersessionPage(items=page.items, total=page.total, **query.model_dump()))
+
+
+@blueprint.get("/memories/restorable")
+@require_admin
+def restorable():
+    query = _query(RestorableQuery)
+    page = _ready_services().inspection.restorable(query.kind, query.limit, query.offset)
+    return _reply(RestorablePage(items=page.items, total=page.total, **query.model_dump()))
+
+
+# Each route's query and response model, for the OpenAPI description (tests check every route is listed).
+ROUTE_MODELS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
+    "/consolidate/runs": (PageQuery, RunPage),
+    "/memories/relevance-histogram": (HistogramQuery, RelevanceHistogram),
+    "/clusters": (PageQuery, ClusterPage),
+    "/hygiene/merges": (PageQuery, MergePage),
+    "/hygiene/supersessions": (PageQuery, SupersessionPage),
+    "/memories/restorable": (RestorableQuery, RestorablePage),
+}
+
+
+# --- helpers -------------------------------------------------------------------------------------------------
+
+Query = TypeVar("Query", bound=BaseModel)
+
+
+def _query(model: type[Query]) -> Query:
+    """The query string read into `model`; an unknown parameter or a bad value is a 400 naming it."""
+    try:
+        return model.model_validate(request.args.to_dict())
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = str(error["loc"][0]) if error["loc"] else "query"
+        if error["type"] == "extra_forbidden":
+            accepted = ", ".join(model.model_fields)
+            raise InvalidInput(field, f"is not a query parameter here (accepted: {accepted})") from None
+        raise InvalidInput(field, error["msg"].lower()) from None
+
+
+def _ready_services():
+    svc = services()
+    svc.stores.ensure_ready()
+    return svc
+
+
+def _reply(model: BaseModel):
+    return jsonify(model.model_dump(mode="json"))
+
+
+def _run_summary(run: dict[str, Any], live_run_id: str | None) -> RunSummary:
+    state = run.get("state", "running")
+    if state == "running" and run.get("id") != live_run_id:
+        state = "abandoned"  # recorded as running, but nobody holds the lease for it: its process died
+    results = run.get("result") or {}
+    outcomes = {task: TaskOutcome(success=report.get("success"), seconds=report.get("seconds"),
+                                  memories_processed=report.get("memories_processed"), error=report.get("error"))
+                for task, report in results.items() if isinstance(report, dict)}
+    return RunSummary(
+        run_id=run["id"], state=state, tasks=run.get("tasks") or [], dry_run=bool(run.get("dry_run")),
+        trigger=run.get("trigger"), started_at=run.get("started_at"), finished_at=run.get("finished_at"),
+        duration_seconds=_seconds_between(run.get("started_at"), run.get("finished_at")), outcomes=outcomes,
+        progress=RunProgress(**run["progress"]) if run.get("progress") else None, error=run.get("error"),
+    )
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    seconds = epoch_or_nan(end) - epoch_or_nan(start)
+    return None if math.isnan(seconds) else round(seconds, 3)

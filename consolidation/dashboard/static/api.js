@@ -1,0 +1,59 @@
+// The one place that talks to the service. The admin token lives in this module's memory only: never in
+// storage, a cookie or a URL; it goes out as an Authorization header and is gone when the page is.
+
+const root = document.body.dataset.apiRoot || "";
+let token = null;
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body && body.detail ? body.detail : `the service answered ${status}`);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+export function signedIn() {
+  return token !== null;
+}
+
+export function signOut() {
+  token = null;
+}
+
+/** Keep the token only if the service accepts it; answers the status the check read. */
+export async function signIn(candidate) {
+  token = candidate;
+  try {
+    return await get("/consolidate/status");
+  } catch (error) {
+    token = null;
+    throw error;
+  }
+}
+
+export function get(path, query) {
+  const search = query ? `?${new URLSearchParams(query)}` : "";
+  return call("GET", path + search);
+}
+
+export function post(path, body) {
+  return call("POST", path, body ?? {});
+}
+
+async function call(method, path, body) {
+  if (token === null) throw new ApiError(401, { detail: "not signed in" });
+  const headers = { Authorization: `Bearer ${token}`, Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(root + path, {
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    cache: "no-store", credentials: "omit", redirect: "error",
+  });
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    data = null;
+  }
+  if (!response.ok) throw new ApiError(response.status, data);
+  return data;
+}

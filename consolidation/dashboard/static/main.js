@@ -1,0 +1,93 @@
+// The page: sign in with the admin token, then keep the status fresh and load every panel from the JSON routes.
+
+import { ApiError, get, signIn, signOut, signedIn } from "./api.js";
+import { notify, show } from "./dom.js";
+import * as memories from "./memories.js";
+import * as runs from "./runs.js";
+
+const $ = (id) => document.getElementById(id);
+const STATUS_EVERY_MS = 2000;
+let statusTimer = null;
+let runWasGoing = false;
+
+runs.setUp((run) => {
+  if (run.dry_run && run.tasks.includes("forget")) runs.showForgetPreview(run);
+  refreshAll();
+});
+memories.setUp(() => refreshAll());
+
+$("sign-in-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const input = $("token");
+  const candidate = input.value.trim();
+  input.value = ""; // the token is not left in the page once it has been read
+  const error = $("sign-in-error");
+  show(error, false);
+  try {
+    const status = await signIn(candidate);
+    enter(status);
+  } catch (failure) {
+    error.textContent = failure instanceof ApiError && failure.status === 401
+      ? "The service refused this token."
+      : `Could not sign in: ${failure.message}`;
+    show(error, true);
+  }
+});
+
+$("sign-out").addEventListener("click", () => leave());
+$("refresh").addEventListener("click", () => refreshAll());
+
+function enter(status) {
+  for (const id of ["dashboard", "sign-out", "refresh", "signed-in-as"]) show($(id), true);
+  show($("sign-in"), false);
+  showStatus(status);
+  refreshAll();
+  statusTimer = setInterval(pollStatus, STATUS_EVERY_MS);
+}
+
+function leave(message) {
+  signOut();
+  clearInterval(statusTimer);
+  for (const id of ["dashboard", "sign-out", "refresh", "signed-in-as"]) show($(id), false);
+  show($("sign-in"), true);
+  if (message) {
+    $("sign-in-error").textContent = message;
+    show($("sign-in-error"), true);
+  }
+}
+
+function showStatus(status) {
+  runs.showStatus(status);
+  memories.showStoreCounts(status.store_counts);
+}
+
+async function pollStatus() {
+  if (!signedIn()) return;
+  try {
+    const status = await get("/consolidate/status");
+    showStatus(status);
+    const runIsGoing = Boolean(status.current_run);
+    if (runWasGoing && !runIsGoing) refreshAll(); // a run (the scheduler's, or another client's) just ended
+    runWasGoing = runIsGoing;
+  } catch (error) {
+    failed(error);
+  }
+}
+
+/** Reload every panel; the status comes with the next poll. */
+async function refreshAll() {
+  try {
+    await Promise.all([runs.loadHistory(), memories.loadLists()]);
+    document.body.dataset.loaded = String(Date.now()); // for whoever waits on the page: everything is drawn
+  } catch (error) {
+    failed(error);
+  }
+}
+
+function failed(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    leave("The service no longer accepts this token; sign in again.");
+  } else {
+    notify(error.message, true);
+  }
+}

@@ -1,0 +1,118 @@
+// Memories: the relevance histogram, clusters, merges, supersessions, graph vs Qdrant drift, and the archived,
+// merged and deleted memories with their restore buttons.
+
+import { get, post } from "./api.js";
+import { bucketLabel, drawRelevance } from "./charts.js";
+import { el, fillFacts, fillRows, memoryCell, notify, shortId, when } from "./dom.js";
+import { Pager } from "./pager.js";
+
+const $ = (id) => document.getElementById(id);
+const pagerFor = (name) => document.querySelector(`.pager[data-for="${name}"]`);
+const PAGE = 10;
+const BINS = 10;
+
+let restorableKind = "archived";
+let onRestored = () => {};
+
+export function setUp(restored) {
+  onRestored = restored;
+  for (const tab of $("restorable-kinds").querySelectorAll("button")) {
+    tab.addEventListener("click", () => {
+      restorableKind = tab.dataset.kind;
+      for (const other of $("restorable-kinds").querySelectorAll("button")) {
+        other.setAttribute("aria-selected", String(other === tab));
+      }
+      $("restore-message").textContent = "";
+      restorablePager.load(0);
+    });
+  }
+  $("drift-check").addEventListener("click", checkDrift);
+}
+
+export async function loadRelevance() {
+  const histogram = await get("/memories/relevance-histogram", { bins: BINS });
+  $("relevance-summary").textContent =
+    `${histogram.scored} active memories by their stored relevance` +
+    (histogram.unscored ? `; ${histogram.unscored} not scored yet.` : ".");
+  drawRelevance($("relevance-chart"), histogram);
+  fillRows($("relevance-table"), histogram.buckets, (bucket) => [bucketLabel(bucket), bucket.count]);
+}
+
+/** Counts of both stores, from GET /consolidate/status. */
+export function showStoreCounts(counts) {
+  fillFacts($("drift-counts"), [
+    ["memories in the graph", counts.graph_memories],
+    ["points in Qdrant", counts.vector_points],
+    ["in step", counts.in_sync ? "yes" : `no (difference ${counts.difference})`],
+  ]);
+}
+
+async function checkDrift() {
+  const result = $("drift-result");
+  result.textContent = "Comparing the stores…";
+  try {
+    const drift = await post("/reconcile", { repair: false });
+    result.replaceChildren(
+      el("p", { text: `${drift.nodes_without_vectors_total} memories without a vector, ` +
+        `${drift.vectors_without_nodes_total} vectors without a memory (nothing repaired).` }),
+      ...drift.nodes_without_vectors.map((id) => el("div", {}, "no vector: ", el("code", { text: id }))),
+      ...drift.vectors_without_nodes.map((id) => el("div", {}, "no memory: ", el("code", { text: id }))),
+    );
+  } catch (error) {
+    result.textContent = "";
+    notify(`Could not compare the stores: ${error.message}`, true);
+  }
+}
+
+const clustersPager = new Pager(pagerFor("clusters"), PAGE, (limit, offset) => get("/clusters", { limit, offset }),
+  (page) => fillRows($("clusters-table"), page.items, (cluster) => [
+    cluster.summary, cluster.size, cluster.dominant_type, cluster.summary_method, when(cluster.updated_at),
+  ], "no clusters yet"));
+
+const mergesPager = new Pager(pagerFor("merges"), PAGE, (limit, offset) => get("/hygiene/merges", { limit, offset }),
+  (page) => fillRows($("merges-table"), page.items, (merge) => [
+    memoryCell(merge.duplicate_id, merge.duplicate_content),
+    memoryCell(merge.canonical_id, merge.canonical_content),
+    merge.similarity === null ? null : merge.similarity.toFixed(3),
+    merge.reason,
+    merge.state === "restored" ? `restored ${when(merge.restored_at)}` : `${merge.state} ${when(merge.merged_at)}`,
+  ], "no merges yet"));
+
+const supersessionsPager = new Pager(pagerFor("supersessions"), PAGE,
+  (limit, offset) => get("/hygiene/supersessions", { limit, offset }),
+  (page) => fillRows($("supersessions-table"), page.items, (link) => [
+    memoryCell(link.newer_id, link.newer_content),
+    memoryCell(link.older_id, link.older_content),
+    link.confidence, link.reason, when(link.detected_at),
+  ], "no supersessions yet"));
+
+const restorablePager = new Pager(pagerFor("restorable"), PAGE,
+  (limit, offset) => get("/memories/restorable", { kind: restorableKind, limit, offset }),
+  (page) => fillRows($("restorable-table"), page.items, (memory) => [
+    memoryCell(memory.memory_id, memory.content),
+    memory.type,
+    when(memory.since),
+    memory.reason,
+    memory.relevance_score === null ? null : Number(memory.relevance_score).toFixed(4),
+    el("button", { type: "button", className: "restore", dataset: { memoryId: memory.memory_id }, text: "Restore",
+      onclick: () => restore(memory) }),
+  ], `no ${restorableKind} memories`));
+
+async function restore(memory) {
+  if (!window.confirm(`Restore memory ${shortId(memory.memory_id)} (${memory.kind})? It becomes active again.`)) return;
+  try {
+    const restored = await post(`/memory/${encodeURIComponent(memory.memory_id)}/restore`);
+    $("restore-message").textContent =
+      `Restored ${shortId(restored.memory_id)} from its ${restored.restored_from}` +
+      (restored.edges_restored ? ` with ${restored.edges_restored} edges.` : ".");
+    onRestored();
+  } catch (error) {
+    notify(`Could not restore ${shortId(memory.memory_id)}: ${error.message}`, true);
+  }
+}
+
+/** Every list on this side, each at its current page. */
+export function loadLists() {
+  return Promise.all([clustersPager.load(), mergesPager.load(), supersessionsPager.load(), restorablePager.load(),
+    loadRelevance()]);
+}

@@ -1,0 +1,141 @@
+// Runs: the scheduler and each task's last / next run, starting runs (after a confirmation), following the
+// current run's progress, the run history (timeline, durations, table) and the forget preview.
+
+import { get, post } from "./api.js";
+import { TASKS, drawDurations, drawTimeline } from "./charts.js";
+import { el, fillFacts, fillRows, memoryCell, notify, shortId, when } from "./dom.js";
+import { Pager } from "./pager.js";
+
+const $ = (id) => document.getElementById(id);
+const FOLLOW_EVERY_MS = 500;
+const CHART_RUNS = 100; // the service keeps the newest 100 runs
+
+let onRunFinished = () => {};
+let following = null;
+
+export function setUp(finished) {
+  onRunFinished = finished;
+  const body = $("tasks").tBodies[0];
+  body.replaceChildren(...TASKS.map((task) => el("tr", { dataset: { task } },
+    el("th", { text: task }), el("td", { className: "last" }), el("td", { className: "next" }),
+    el("td", {},
+      el("button", { type: "button", className: "run-dry", text: "Dry run", onclick: () => startRun(task, true) }),
+      " ",
+      el("button", { type: "button", className: "run-real danger", text: "Run", onclick: () => startRun(task, false) })))));
+  $("run-full-dry").addEventListener("click", () => startRun("full", true));
+  $("run-full-real").addEventListener("click", () => startRun("full", false));
+  $("forget-preview-button").addEventListener("click", () => startRun("forget", true,
+    "Preview forgetting? This dry run only reports what forgetting would do; it writes nothing."));
+}
+
+/** The scheduler, each task's last and next run, and a run in progress, from GET /consolidate/status. */
+export function showStatus(status) {
+  const scheduler = status.scheduler;
+  fillFacts($("scheduler-state"), [
+    ["scheduler", scheduler.enabled ? (scheduler.alive ? "running" : "enabled, not running") : "disabled"],
+    ["looks every", `${scheduler.tick_seconds} s`],
+    ["last look", when(scheduler.last_tick_at)],
+    ["last error", scheduler.last_error ?? "none"],
+  ]);
+  for (const row of $("tasks").tBodies[0].rows) {
+    const task = row.dataset.task;
+    row.querySelector(".last").textContent = when(status[`last_${task}`]);
+    row.querySelector(".next").textContent = status.next_due[task] ? when(status.next_due[task]) : "not scheduled";
+  }
+  if (!following) showProgress(status.current_run);
+}
+
+function showProgress(run) {
+  const state = $("current-run-state");
+  const bar = $("current-run-progress");
+  if (!run || run.state !== "running") {
+    state.textContent = "No run in progress.";
+    bar.hidden = true;
+    return;
+  }
+  const progress = run.progress || {};
+  const done = progress.total ? ` ${progress.processed} / ${progress.total} memories` : "";
+  const elapsed = progress.elapsed_seconds !== undefined ? `, ${progress.elapsed_seconds} s in the task` : "";
+  state.textContent = `Run ${shortId(run.run_id)} (${run.tasks.join(", ")}${run.dry_run ? ", dry run" : ""}) ` +
+    `started ${when(run.started_at)}: ${progress.task ?? run.tasks[0]}${done}${elapsed}`;
+  bar.max = progress.total || 1;
+  bar.value = progress.total ? progress.processed : 0;
+  bar.hidden = false;
+}
+
+async function startRun(task, dryRun, question) {
+  const what = task === "full" ? "all five tasks" : task;
+  const asked = question ?? (dryRun
+    ? `Dry run of ${what}? It reports what would change and writes nothing.`
+    : `Run ${what} for real? It changes stored memories.`);
+  if (!window.confirm(asked)) return;
+  try {
+    const started = await post("/consolidate", { task, dry_run: dryRun });
+    notify(`Run ${shortId(started.run_id)} started.`);
+    const run = await follow(started.run_id);
+    $("last-run-result").textContent = describe(run);
+    onRunFinished(run);
+  } catch (error) {
+    notify(`Could not run ${what}: ${error.message}`, true);
+  }
+}
+
+/** Poll one run until it is no longer running, showing its progress meanwhile. */
+async function follow(runId) {
+  following = runId;
+  try {
+    for (;;) {
+      const run = await get(`/consolidate/runs/${encodeURIComponent(runId)}`);
+      if (run.state !== "running") return run;
+      showProgress(run);
+      await new Promise((resolve) => setTimeout(resolve, FOLLOW_EVERY_MS));
+    }
+  } finally {
+    following = null;
+    showProgress(null);
+  }
+}
+
+function describe(run) {
+  const parts = Object.entries(run.result || {}).map(([task, report]) =>
+    `${task} ${report.success ? "ok" : `failed (${report.error})`} in ${report.seconds} s`);
+  return `Last run ${shortId(run.run_id)}${run.dry_run ? " (dry run)" : ""} ${run.state}: ${parts.join("; ")}.`;
+}
+
+/** The decisions of a dry forget: what would be archived, deleted or protected, each with its reason. */
+export function showForgetPreview(run) {
+  const report = run.result?.forget;
+  if (!report || !report.success) return;
+  $("forget-summary").textContent =
+    `Run ${shortId(run.run_id)} (${when(run.finished_at)}): of ${report.memories_processed} memories, ` +
+    `${report.archived} would be archived, ${report.deleted} deleted, ${report.protected} protected; ` +
+    `${report.kept} kept.` +
+    (report.decisions_total > report.decisions.length ? ` Showing the first ${report.decisions.length} of ${report.decisions_total} decisions.` : "");
+  const table = $("forget-decisions");
+  fillRows(table, report.decisions, (decision) => [
+    memoryCell(decision.memory_id, ""),
+    el("span", { className: `decision ${decision.action}`, text: decision.action }),
+    decision.reason,
+    decision.relevance_score.toFixed(4),
+  ], "nothing below a threshold: forgetting would change nothing");
+  table.hidden = false;
+}
+
+// --- history ------------------------------------------------------------------------------------------------
+
+const historyPager = new Pager(document.querySelector('.pager[data-for="runs"]'), 10,
+  (limit, offset) => get("/consolidate/runs", { limit, offset }),
+  (page) => fillRows($("runs-table"), page.items, (run) => [
+    when(run.started_at),
+    el("span", { className: `state ${run.state}`, text: run.state + (run.dry_run ? " (dry)" : "") }),
+    run.tasks.join(", "),
+    run.trigger,
+    run.duration_seconds,
+  ], "no runs yet"));
+
+/** The run table (its current page) and both charts (from the newest runs). */
+export async function loadHistory() {
+  const [recent] = await Promise.all([get("/consolidate/runs", { limit: CHART_RUNS }), historyPager.load()]);
+  drawTimeline($("timeline-chart"), recent.items);
+  drawDurations($("durations-chart"), recent.items);
+}

@@ -1,0 +1,136 @@
+"""Read-only pages of what consolidation did, for administrators: runs, clusters, merges, supersessions, the
+memories a restore can bring back, and how relevance is spread. Each page is one query plus one count."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .falkor import Falkor
+from .runs import decode_run
+
+ACTIVE_MEMORY = "coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'"
+ACTIVE_PATTERN = "coalesce(p.archived, false) = false"
+# Lists show the start of a memory's text; the whole of it is one GET /memory/<id> away.
+PREVIEW_CHARS = 280
+RESTORABLE = {
+    "archived": "m.archived = true AND m.merged_into IS NULL",
+    "merged": "m.archived = true AND m.merged_into IS NOT NULL",
+}
+
+
+@dataclass(frozen=True)
+class Page:
+    """Some items of a longer list, and how long the whole list is."""
+
+    items: list[dict[str, Any]]
+    total: int
+
+
+class InspectionStore:
+    """Paged reads over run records, MetaPatterns, MergeRecords, SUPERSEDES edges, archived memories and
+    tombstones; nothing here writes."""
+
+    def __init__(self, falkor: Falkor):
+        self.falkor = falkor
+
+    def runs(self, limit: int, offset: int) -> Page:
+        """Run records, newest first, with their per-task reports decoded."""
+        rows = self.falkor.records(
+            "MATCH (r:ConsolidationRun) WITH r ORDER BY r.started_at DESC, r.id SKIP $offset LIMIT $limit "
+            "RETURN properties(r)", {"offset": offset, "limit": limit}, read_only=True)
+        return Page([decode_run(dict(row[0])) for row in rows], self._count("MATCH (r:ConsolidationRun)", "r"))
+
+    def relevance_counts(self, bins: int) -> tuple[list[int], int]:
+        """How many active memories (summaries aside) have a stored relevance in each of `bins` equal slices
+        of 0..1 (the last one closed), and how many were never scored."""
+        rows = self.falkor.execute(
+            f"MATCH (m:Memory) WHERE {ACTIVE_MEMORY} "
+            "WITH CASE WHEN m.relevance_score IS NULL THEN -1 "
+            "ELSE toInteger(floor(toFloat(m.relevance_score) * $bins)) END AS slot "
+            "RETURN slot, count(*)", {"bins": bins}, read_only=True)
+        counts, unscored = [0] * bins, 0
+        for slot, count in rows:
+            slot, count = int(slot), int(count)
+            if slot < 0:
+                unscored += count
+            else:
+                counts[min(slot, bins - 1)] += count  # a score of exactly 1.0 belongs to the last slice
+        return counts, unscored
+
+    def clusters(self, limit: int, offset: int) -> Page:
+        """Active MetaPatterns, largest first, with how many memories each summarizes now."""
+        rows = self.falkor.records(
+            f"MATCH (p:MetaPattern) WHERE {ACTIVE_PATTERN} "
+            "WITH p ORDER BY coalesce(p.cluster_size, 0) DESC, p.id SKIP $offset LIMIT $limit "
+            "OPTIONAL MATCH (p)-[:SUMMARIZES]->(m:Memory) "
+            "WITH p, count(m) AS members "
+            "RETURN p.id, p.content, members, p.dominant_type, p.summary_method, p.temporal_span_days, "
+            "p.created_at, p.updated_at ORDER BY members DESC, p.id",
+            {"offset": offset, "limit": limit}, read_only=True)
+        names = ("id", "summary", "size", "dominant_type", "summary_method", "temporal_span_days", "created_at",
+                 "updated_at")
+        return Page([dict(zip(names, row)) for row in rows],
+                    self._count(f"MATCH (p:MetaPattern) WHERE {ACTIVE_PATTERN}", "p"))
+
+    def merges(self, limit: int, offset: int) -> Page:
+        """Merge records, newest first: which memory went into which, why, and whether it was undone."""
+        rows = self.falkor.records(
+            "MATCH (r:MergeRecord) WITH r ORDER BY r.merged_at DESC, r.canonical_id, r.duplicate_id "
+            "SKIP $offset LIMIT $limit "
+            "OPTIONAL MATCH (d:Memory {id: r.duplicate_id}) OPTIONAL MATCH (c:Memory {id: r.canonical_id}) "
+            "RETURN r.duplicate_id, left(d.content, $chars), r.canonical_id, left(c.content, $chars), r.state, "
+            "r.similarity, r.reason, r.merged_at, r.restored_at",
+            {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
+        names = ("duplicate_id", "duplicate_content", "canonical_id", "canonical_content", "state", "similarity",
+                 "reason", "merged_at", "restored_at")
+        return Page([dict(zip(names, row)) for row in rows], self._count("MATCH (r:MergeRecord)", "r"))
+
+    def supersessions(self, limit: int, offset: int) -> Page:
+        """SUPERSEDES edges, newest first: which memory replaced which, how sure, and why."""
+        rows = self.falkor.records(
+            "MATCH (n:Memory)-[s:SUPERSEDES]->(o:Memory) WITH n, s, o "
+            "ORDER BY s.detected_at DESC, n.id, o.id SKIP $offset LIMIT $limit "
+            "RETURN n.id, left(n.content, $chars), o.id, left(o.content, $chars), s.confidence, s.reason, "
+            "s.detected_at",
+            {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
+        names = ("newer_id", "newer_content", "older_id", "older_content", "confidence", "reason", "detected_at")
+        return Page([dict(zip(names, row)) for row in rows],
+                    self._count("MATCH (:Memory)-[s:SUPERSEDES]->(:Memory)", "s"))
+
+    def restorable(self, kind: str, limit: int, offset: int) -> Page:
+        """Memories a restore brings back, newest first: archived, merged into another, or deleted (from their
+        tombstones)."""
+        if kind == "deleted":
+            return self._deleted(limit, offset)
+        where = f"MATCH (m:Memory) WHERE {RESTORABLE[kind]}"
+        rows = self.falkor.records(
+            f"{where} WITH m ORDER BY coalesce(m.merged_at, m.archived_at) DESC, m.id SKIP $offset LIMIT $limit "
+            "RETURN m.id, m.type, left(m.content, $chars), coalesce(m.merged_at, m.archived_at), "
+            "m.merged_into, m.relevance_score",
+            {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
+        items = [{"memory_id": memory_id, "kind": kind, "type": memory_type, "content": content, "since": since,
+                  "reason": f"merged into {merged_into}" if merged_into else None, "merged_into": merged_into,
+                  "relevance_score": score}
+                 for memory_id, memory_type, content, since, merged_into, score in rows]
+        return Page(items, self._count(where, "m"))
+
+    def _deleted(self, limit: int, offset: int) -> Page:
+        where = "MATCH (t:Tombstone) WHERE t.state = 'deleted'"
+        rows = self.falkor.records(
+            f"{where} WITH t ORDER BY t.deleted_epoch DESC, t.memory_id SKIP $offset LIMIT $limit "
+            "RETURN t.memory_id, t.memory, t.reason, t.deleted_at",
+            {"offset": offset, "limit": limit}, read_only=True)
+        items = []
+        for memory_id, snapshot, reason, deleted_at in rows:
+            properties = json.loads(snapshot).get("properties", {}) if snapshot else {}
+            items.append({"memory_id": memory_id, "kind": "deleted", "type": properties.get("type"),
+                          "content": (properties.get("content") or "")[:PREVIEW_CHARS], "since": deleted_at,
+                          "reason": reason, "merged_into": None,
+                          "relevance_score": properties.get("relevance_score")})
+        return Page(items, self._count(where, "t"))
+
+    def _count(self, match: str, variable: str) -> int:
+        rows = self.falkor.execute(f"{match} RETURN count({variable})", read_only=True)
+        return int(rows[0][0]) if rows else 0

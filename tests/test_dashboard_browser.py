@@ -1,0 +1,279 @@
+"""The dashboard in a real browser: Debian's headless Chromium, driven by playwright, against the service on
+embedded stores over loopback HTTP. Sign-in (a wrong token refused), charts drawn with the stored numbers, a dry
+forget with each decision's reason, and a restore that the API then confirms."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+import pytest
+import requests
+
+from consolidation.api import create_app
+from consolidation.service import build_services
+from tests.conftest import TOKEN, make_settings
+from tests.loopback import LoopbackServer
+from tests.processes import ROOT
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+# The flags Debian's Chromium needs here (root, no GPU, no network beyond loopback).
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARCHIVE_BELOW, DELETE_BELOW = 0.2, 0.05
+BINS = 10  # what the page asks the histogram route for
+
+
+def chromium() -> str:
+    path = shutil.which("chromium")
+    assert path, "Chromium is missing: `make test` installs Debian's chromium package (apt-get install chromium)"
+    return path
+
+
+def memory(content: str, days_old: float, unused_days: float, importance: float, kind: str = "Context",
+           now: datetime | None = None) -> dict:
+    now = now or datetime.now(UTC)
+    return {"id": str(uuid.uuid5(uuid.NAMESPACE_URL, content)), "content": content, "type": kind,
+            "importance": importance, "confidence": 0.5,
+            "timestamp": (now - timedelta(days=days_old)).isoformat(),
+            "last_accessed": (now - timedelta(days=unused_days)).isoformat(), "access_count": 1}
+
+
+# Relevance = age * access * connections * (0.5 + importance) * (0.7 + 0.3 confidence): 300 days old and unused
+# for 250 is about 1e-7 (below DELETE_BELOW); 120 days old and used 20 days ago is about 0.07 (between the two).
+def to_delete(content: str, **kw) -> dict:
+    return memory(content, 300, 250, 0.4, **kw)
+
+
+def to_archive(content: str, **kw) -> dict:
+    return memory(content, 120, 20, 0.3, **kw)
+
+
+def first_batch() -> dict[str, list[dict]]:
+    """Clusters, and old memories the first real forget archives or deletes."""
+    backups = [memory(f"The nightly backup of the analytics warehouse finished in {n} minutes", 3 + i, 1, 0.5)
+               for i, n in enumerate((12, 15, 18, 21, 24, 27))]
+    invoices = [memory(f"Customer {name} asked for the monthly invoice export as a spreadsheet", 2 + i, 1, 0.6)
+                for i, name in enumerate(("Acme", "Globex", "Initech", "Umbrella", "Hooli"))]
+    return {
+        "clustered": backups + invoices,
+        "deleted": [to_delete(f"Temporary note {n}: the VPN certificate rotation reminder") for n in (1, 2, 3)],
+        "archived": [to_archive(f"Old standup remark {n}: the office coffee machine was broken") for n in (1, 2)],
+    }
+
+
+def second_batch() -> dict[str, list[dict]]:
+    """Old memories a dry forget finds after the real one: one of each decision."""
+    return {
+        "delete": [to_delete("Scratch note: the printer on floor 3 needed toner")],
+        "archive": [to_archive("Passing remark: the parking garage was repainted")],
+        "protect_type": [memory("Decided long ago to keep the legacy FTP drop for one partner", 300, 250, 0.4,
+                                kind="Decision")],
+        "protect_importance": [memory("Old but important: the root CA expires in 2031", 300, 250, 0.9)],
+    }
+
+
+def jsonl(memories: list[dict]) -> bytes:
+    return "\n".join(json.dumps(m) for m in memories).encode()
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    """The service on its embedded stores, served over loopback, with the scheduler thread alive (its first
+    look is an hour away, so only the test starts runs), loaded with data and consolidated a few times."""
+    settings = make_settings(tmp_path_factory.mktemp("dashboard") / "data", vector_size=384,
+                             consolidation_scheduler_enabled=True, consolidation_tick_seconds=3600.0,
+                             consolidation_forget_interval_seconds=604800,
+                             consolidation_archive_threshold=ARCHIVE_BELOW,
+                             consolidation_delete_threshold=DELETE_BELOW)
+    services = build_services(settings)
+    server = LoopbackServer(create_app(settings, services=services, start_scheduler=True)).start()
+    url = server.url
+    first, second = first_batch(), second_batch()
+
+    def call(method: str, path: str, **kw) -> dict:
+        answer = requests.request(method, url + path, headers=AUTH, timeout=60, **kw)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    call("POST", "/memory/import?shift_to_now=true", data=(ROOT / "samples" / "memories.jsonl").read_bytes())
+    call("POST", "/memory/import", data=jsonl([m for group in first.values() for m in group]))
+    runs = [call("POST", "/consolidate", json={"task": "decay", "dry_run": True, "wait": True}),
+            call("POST", "/consolidate", json={"wait": True}),
+            call("POST", "/consolidate", json={"task": "dedup", "dry_run": True, "wait": True})]
+    call("POST", "/memory/import", data=jsonl([m for group in second.values() for m in group]))
+    runs.append(call("POST", "/consolidate", json={"task": "decay", "wait": True}))
+    try:
+        yield {"url": url, "services": services, "first": first, "second": second,
+               "run_ids": [run["run_id"] for run in runs], "call": call}
+    finally:
+        server.stop()
+        services.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium(), args=CHROMIUM_FLAGS)
+        yield launched
+        launched.close()
+
+
+def stored_histogram(services) -> list[int]:
+    """Straight from the graph, without the route: active memories' stored relevance, binned by numpy."""
+    rows = services.stores.graph.falkor.records("MATCH (m:Memory) RETURN properties(m)", read_only=True)
+    scores = [row[0]["relevance_score"] for row in rows
+              if not row[0].get("archived") and row[0].get("type") != "MetaPattern"
+              and row[0].get("relevance_score") is not None]
+    return np.histogram(scores, bins=BINS, range=(0.0, 1.0))[0].tolist()
+
+
+def chart_data(page, canvas_id: str) -> dict:
+    """What Chart.js holds for a canvas, and how many elements it drew for each dataset."""
+    return page.evaluate("""(id) => {
+        const chart = Chart.getChart(document.getElementById(id));
+        return {labels: chart.data.labels, datasets: chart.data.datasets.map((d, i) => ({
+            label: d.label, data: d.data, drawn: chart.getDatasetMeta(i).data.length}))};
+    }""", canvas_id)
+
+
+def epoch_ms(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp() * 1000
+
+
+def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
+    url, services, call = service["url"], service["services"], service["call"]
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(15000)
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    # A refused request is logged by the browser too; those are checked below through `refused`.
+    page.on("console", lambda message: problems.append(message.text)
+            if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
+    refused: list[tuple[int, str]] = []
+    page.on("response", lambda response: refused.append((response.status, urlsplit(response.url).path))
+            if response.status >= 400 else None)
+    dialogs: list[str] = []
+
+    def accept(dialog) -> None:
+        dialogs.append(dialog.message)
+        dialog.accept()
+
+    page.on("dialog", accept)
+    page.goto(f"{url}/dashboard")
+
+    # A wrong token is refused and nothing of the dashboard shows.
+    page.fill("#token", "not-the-admin-token-at-all")
+    page.click("#sign-in-form button[type=submit]")
+    page.wait_for_selector("#sign-in-error:not([hidden])")
+    assert "refused" in page.inner_text("#sign-in-error")
+    assert page.is_hidden("#dashboard")
+    assert page.input_value("#token") == ""  # the page let go of what was typed
+
+    page.fill("#token", TOKEN)
+    page.click("#sign-in-form button[type=submit]")
+    page.wait_for_selector("body[data-loaded]")
+    assert page.is_visible("#dashboard") and page.is_hidden("#sign-in")
+    # The token lives in a script variable only: nothing in storage, cookies or the address bar.
+    assert page.evaluate("localStorage.length + sessionStorage.length") == 0
+    assert page.context.cookies() == [] and TOKEN not in page.url
+
+    # The relevance histogram holds the stored scores, binned here independently of the route.
+    expected = stored_histogram(services)
+    relevance = chart_data(page, "relevance-chart")
+    assert relevance["datasets"][0]["data"] == expected and sum(expected) > 20
+    assert relevance["datasets"][0]["drawn"] == BINS
+    shown_counts = [int(row.split("\t")[1]) for row in
+                    page.inner_text("#relevance-table tbody").strip().split("\n")]
+    assert shown_counts == expected
+    assert page.inner_text("#relevance-summary").startswith(f"{sum(expected)} active memories")
+
+    # Durations and the timeline: one point and one bar per task of each run, with the run's own numbers.
+    runs = [call("GET", f"/consolidate/runs/{run_id}") for run_id in service["run_ids"]]
+    durations = {d["label"]: d for d in chart_data(page, "durations-chart")["datasets"]}
+    expected_points = {}
+    for run in runs:
+        for task, report in run["result"].items():
+            expected_points.setdefault(task, []).append((epoch_ms(run["started_at"]), report["seconds"]))
+    assert set(durations) == set(expected_points)
+    for task, points in expected_points.items():
+        drawn = sorted((point["x"], point["y"]) for point in durations[task]["data"])
+        assert [y for _, y in drawn] == [y for _, y in sorted(points)]
+        assert all(abs(x - ex) < 1 for (x, _), (ex, _) in zip(drawn, sorted(points)))
+        assert durations[task]["drawn"] == len(points)
+    timeline = chart_data(page, "timeline-chart")
+    assert sum(d["drawn"] for d in timeline["datasets"]) == sum(len(run["result"]) for run in runs)
+    dry_bars = next(d for d in timeline["datasets"] if d["label"] == "dry run")["drawn"]
+    assert dry_bars == sum(len(run["result"]) for run in runs if run["dry_run"])
+
+    # The other panels show the stores' numbers.
+    clusters = call("GET", "/clusters")
+    assert clusters["total"] >= 2
+    assert page.locator("#clusters-table tbody tr").count() == min(clusters["total"], 10)
+    merges = call("GET", "/hygiene/merges")
+    assert merges["total"] > 0 and f"of {merges['total']}" in page.inner_text('.pager[data-for="merges"]')
+    counts = services.stores.graph.count_memories(), services.stores.vectors.count()
+    assert f"memories in the graph\n{counts[0]}" in page.inner_text("#drift-counts")
+    assert f"points in Qdrant\n{counts[1]}" in page.inner_text("#drift-counts")
+    assert "running" in page.inner_text("#scheduler-state")
+
+    # A run in progress (begun here, as another process would) shows its live progress on the next status poll,
+    # and leaves the panel when it ends.
+    engine = services.engine
+    run = engine.begin(["decay"], dry_run=True, trigger="test")
+    engine.runs.update(run.id, {"current_task": "decay", "progress": {"task": "decay", "processed": 3, "total": 7,
+                                                                      "elapsed_seconds": 0.5}})
+    page.wait_for_selector(f"#current-run-state:has-text('{run.id[:8]}')")
+    assert "(decay, dry run)" in page.inner_text("#current-run-state")
+    assert "decay 3 / 7 memories" in page.inner_text("#current-run-state")
+    assert page.eval_on_selector("#current-run-progress", "bar => [bar.value, bar.max, bar.hidden]") == [3, 7, False]
+    engine.execute(run)
+    page.wait_for_selector("#current-run-state:has-text('No run in progress')")
+
+    # A dry forget from the page: confirmed, then every decision with its reason, and nothing written.
+    second = service["second"]
+    page.click("#forget-preview-button")
+    page.wait_for_selector("#forget-decisions:not([hidden]) tbody tr")
+    assert dialogs[-1].startswith("Preview forgetting?")
+    rows = page.locator("#forget-decisions tbody tr")
+    shown = {rows.nth(i).locator("code").get_attribute("title"): rows.nth(i).inner_text().split("\t")
+             for i in range(rows.count())}
+    latest = call("GET", "/consolidate/runs", params={"limit": 1})["items"][0]
+    assert latest["dry_run"] and latest["tasks"] == ["forget"]
+    report = call("GET", f"/consolidate/runs/{latest['run_id']}")["result"]["forget"]
+    assert {d["memory_id"]: d["action"] for d in report["decisions"]} == {i: row[1] for i, row in shown.items()}
+    expected_reasons = {
+        "delete": f"< delete threshold {DELETE_BELOW}", "archive": f"< archive threshold {ARCHIVE_BELOW}",
+        "protect_type": "type Decision is protected", "protect_importance": "importance 0.90 >= 0.7",
+    }
+    for group, reason in expected_reasons.items():
+        (planted,) = second[group]
+        assert reason in shown[planted["id"]][2], (group, shown[planted["id"]])
+        assert shown[planted["id"]][1] == group.split("_")[0]
+    for planted in second["delete"] + second["archive"]:
+        assert call("GET", f"/memory/{planted['id']}")["memory"]["archived"] is False
+
+    # Restore a deleted memory from its row; the API then has it back, active.
+    deleted = service["first"]["deleted"][0]["id"]
+    page.click('#restorable-kinds button[data-kind="deleted"]')
+    page.click(f'#restorable-table button.restore[data-memory-id="{deleted}"]')
+    page.wait_for_selector("#restore-message:has-text('Restored')")
+    assert "from its tombstone" in page.inner_text("#restore-message")
+    assert dialogs[-1].startswith(f"Restore memory {deleted[:8]}")
+    restored = call("GET", f"/memory/{deleted}")["memory"]
+    assert restored["archived"] is False and restored["content"] == service["first"]["deleted"][0]["content"]
+    page.wait_for_function(
+        "(id) => !document.querySelector(`#restorable-table button[data-memory-id='${id}']`)", arg=deleted)
+
+    assert problems == []
+    assert refused == [(401, "/consolidate/status")]  # the wrong token's sign-in, and nothing else
+    target = request.config.getoption("--dashboard-screenshot")
+    page.screenshot(path=str(Path(target) if target else tmp_path / "dashboard.png"), full_page=True)
+    page.close()
