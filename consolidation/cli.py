@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import click
 
+from .engine import Run
 from .errors import ServiceError
+from .importing import ImportProgress, throughput
 from .logs import configure_logging
 from .remote import RemoteService
 from .service import build_services
 from .settings import TASK_NAMES, Settings, SettingsError, load_settings
+from .terminal import ImportBars, RunBars, RunState, on_terminal
 
 URL_HELP = "Talk to a running service at this URL instead of opening the stores in this process."
 
@@ -49,16 +53,21 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
     creates memories: a line whose id is already stored is skipped if it says the same, and is a conflict
     otherwise (then nothing is imported, unless --overwrite). Lines without an id get one derived from the
     line, so importing the same file twice creates nothing the second time.
+
+    The report is printed as JSON (with lines_per_second); on a terminal, bars on stderr show the progress.
     """
     settings = _settings()
     data = path.read_bytes()
     flags = {"shift_to_now": shift_to_now, "overwrite": overwrite, "dry_run": dry_run}
-    if url:
-        report = _remote_import(url, settings, data, if_empty, flags)
-    else:
-        report = _local_import(settings, data, if_empty, flags)
+    with ImportBars(on_terminal()) as bars:
+        if url:
+            report = _remote_import(url, settings, data, if_empty, flags, bars)
+        else:
+            report = _local_import(settings, data, if_empty, flags, bars)
     if report is None:
-        click.echo(f"the store already holds memories; {path} not imported (--if-empty)")
+        click.echo(f"the store already holds memories; {path} not imported (--if-empty)", err=True)
+        click.echo(json.dumps({"file": str(path), "imported": 0, "not_imported": "the store already holds memories"},
+                              indent=2))
         return
     _print_import(path, report, dry_run)
 
@@ -68,13 +77,18 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 @click.option("--dry-run", is_flag=True, help="Compute and report, write nothing.")
 @click.option("--url", help=URL_HELP)
 def consolidate(task: str, dry_run: bool, url: str | None) -> None:
-    """Run consolidation once and print the result as JSON (exit status 1 if a task failed)."""
+    """Run consolidation once and print the result as JSON (exit status 1 if a task failed).
+
+    On a terminal, a bar per task on stderr follows the run (with --url, as often as the status is polled).
+    """
     settings = _settings()
     tasks = list(TASK_NAMES) if task == "full" else [task]
     if url:
         remote = _remote(url, settings)
         try:
-            run = remote.consolidate(None if task == "full" else tasks, dry_run, _show_progress)
+            with RunBars(on_terminal(), tasks) as bars:
+                run = remote.consolidate(None if task == "full" else tasks, dry_run, bars.show)
+                bars.show(run)
         except ServiceError as exc:
             raise click.ClickException(exc.detail) from None
         finally:
@@ -84,7 +98,9 @@ def consolidate(task: str, dry_run: bool, url: str | None) -> None:
     configure_logging(settings)
     services = _open(settings)
     try:
-        result = services.engine.run(tasks, dry_run=dry_run, trigger="cli")
+        begun = services.engine.begin(tasks, dry_run=dry_run, trigger="cli")
+        with RunBars(on_terminal(), tasks, lambda: _state_of(begun)):
+            result = services.engine.execute(begun)
     finally:
         services.close()
     click.echo(json.dumps(result, indent=2))
@@ -109,26 +125,31 @@ def _remote(url: str, settings: Settings) -> RemoteService:
     return RemoteService(url, settings.admin_api_token.get_secret_value())
 
 
-def _local_import(settings: Settings, data: bytes, if_empty: bool, flags: dict[str, bool]) -> dict[str, Any] | None:
+def _local_import(settings: Settings, data: bytes, if_empty: bool, flags: dict[str, bool],
+                  progress: ImportProgress) -> dict[str, Any] | None:
     services = _open(settings)
     try:
         services.stores.ensure_ready()
         if if_empty and services.stores.graph.count_memories():
             return None
-        return services.memories.import_jsonl(data, **flags).public()
+        started = time.monotonic()
+        report = services.memories.import_jsonl(data, **flags, progress=progress).public()
+        return {**report, **throughput(report["lines"], time.monotonic() - started)}
     except ServiceError as exc:
         raise click.ClickException(exc.detail) from None
     finally:
         services.close()
 
 
-def _remote_import(url: str, settings: Settings, data: bytes, if_empty: bool,
-                   flags: dict[str, bool]) -> dict[str, Any] | None:
+def _remote_import(url: str, settings: Settings, data: bytes, if_empty: bool, flags: dict[str, bool],
+                   progress: ImportProgress) -> dict[str, Any] | None:
     remote = _remote(url, settings)
     try:
         if if_empty and remote.memory_count():
             return None
-        return remote.import_jsonl(data, **flags)
+        started = time.monotonic()
+        report = remote.import_jsonl(data, **flags, progress=progress)
+        return {**report, **throughput(report["lines"], time.monotonic() - started)}
     except ServiceError as exc:
         raise click.ClickException(exc.detail) from None
     finally:
@@ -136,10 +157,12 @@ def _remote_import(url: str, settings: Settings, data: bytes, if_empty: bool,
 
 
 def _print_import(path: Path, report: dict[str, Any], dry_run: bool) -> None:
+    """The report as JSON on stdout; each refused line and a one-line verdict on stderr, for people."""
     for entry in sorted(report["errors"], key=lambda e: e["line"]):
         click.echo(f"{path}:{entry['line']}: {entry['field']}: {entry['detail']}", err=True)
     for entry in report["conflicts"]:
         click.echo(f"{path}:{entry['line']}: conflict: memory {entry['id']}: {entry['reason']}", err=True)
+    click.echo(json.dumps({"file": str(path), **report}, indent=2))
     counts = (f"created {report['created']}, overwritten {report['overwritten']}, "
               f"skipped {report['skipped']} already stored or repeated")
     if "stopped_at_line" in report:
@@ -151,10 +174,11 @@ def _print_import(path: Path, report: dict[str, Any], dry_run: bool) -> None:
                    f"{len(report['conflicts'])} conflict(s)", err=True)
         sys.exit(1)
     verb = "would import" if dry_run else "imported"
-    click.echo(f"{verb} {report['imported']} memories from {path} ({counts})")
+    click.echo(f"{verb} {report['imported']} memories from {path} ({counts}); {report['lines']} lines in "
+               f"{report['elapsed_seconds']} s, {report['lines_per_second']:,.0f} lines/s", err=True)
 
 
-def _show_progress(run: dict[str, Any]) -> None:
-    progress = run.get("progress") or {}
-    if progress:
-        click.echo(f"{progress.get('task')}: {progress.get('processed')}/{progress.get('total')}", err=True)
+def _state_of(run: Run) -> RunState:
+    """A run of this process in the shape of its record, read by the bars' redraws while the run goes on."""
+    return {"tasks": run.tasks, "current_task": run.current_task, "progress": run.progress,
+            "result": dict(run.results)}

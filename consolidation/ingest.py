@@ -11,7 +11,9 @@ import numpy as np
 
 from .embedding import Embedder
 from .errors import Conflict, NotFound
-from .importing import ImportPlan, ImportReport, parse_lines, plan_import, read_jsonl, shift_times
+from .importing import (
+    WRITTEN, ImportPlan, ImportProgress, ImportReport, no_progress, parse_lines, plan_import, read_jsonl, shift_times,
+)
 from .lifecycle import Lifecycle
 from .memory import MAX_COUNT, NewMemory, parse_memory, parse_memory_id
 from .settings import Settings
@@ -71,13 +73,13 @@ class MemoryService:
         return self.lifecycle.restore(parse_memory_id(memory_id), self.clock())
 
     def import_jsonl(self, data: bytes, *, shift_to_now: bool = False, overwrite: bool = False,
-                     dry_run: bool = False) -> ImportReport:
+                     dry_run: bool = False, progress: ImportProgress = no_progress) -> ImportReport:
         """Read and classify every line, then write all of them or none (see importing.py)."""
         report = ImportReport(dry_run=dry_run)
-        bodies = read_jsonl(data, report)
+        bodies = read_jsonl(data, report, progress)
         if shift_to_now and not report.errors:
             shift_times(bodies, self.clock(), report)
-        lines = parse_lines(bodies, lambda body: self._parse(body, importing=True), report)
+        lines = parse_lines(bodies, lambda body: self._parse(body, importing=True), report, progress)
         if report.errors:
             report.errors.sort(key=lambda error: error["line"])
             return report
@@ -89,18 +91,25 @@ class MemoryService:
         if report.conflicts or dry_run:
             report.created, report.overwritten = len(plan.create), len(plan.overwrite)
             return report
-        self._apply(plan, stored, report)
+        self._apply(plan, stored, report, progress)
         return report
 
-    def _apply(self, plan: ImportPlan, stored: dict[str, dict[str, Any]], report: ImportReport) -> None:
+    def _apply(self, plan: ImportPlan, stored: dict[str, dict[str, Any]], report: ImportReport,
+               progress: ImportProgress) -> None:
         """Write the plan; if a store fails half-way, undo what this import wrote, then raise."""
         created: set[str] = set()
         previous_vectors = dict(zip(*self.stores.vectors.vectors([line.id for line in plan.overwrite])))
+        total, written = len(plan.create) + len(plan.overwrite), 0
+        progress(WRITTEN, 0, total)
         try:
             for batch in chunked(plan.create, IMPORT_BATCH):
                 created |= self._write_new([line.memory for line in batch])
+                written += len(batch)
+                progress(WRITTEN, written, total)
             for batch in chunked(plan.overwrite, IMPORT_BATCH):
                 self._replace([line.memory for line in batch])
+                written += len(batch)
+                progress(WRITTEN, written, total)
         except Exception:
             self._undo(created, [stored[line.id] for line in plan.overwrite], previous_vectors)
             raise

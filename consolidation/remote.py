@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 
 from .errors import ServiceError
+from .importing import CHECKED, WRITTEN, ImportProgress, no_progress
 
 CHUNK_LINES = 2000
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -31,26 +32,38 @@ class RemoteService:
     def memory_count(self) -> int:
         return self._json("GET", "/consolidate/status")["store_counts"]["graph_memories"]
 
-    def import_jsonl(self, data: bytes, *, shift_to_now: bool, overwrite: bool, dry_run: bool) -> dict[str, Any]:
+    def import_jsonl(self, data: bytes, *, shift_to_now: bool, overwrite: bool, dry_run: bool,
+                     progress: ImportProgress = no_progress) -> dict[str, Any]:
         """All or nothing across chunks: every chunk is checked (a dry run) before the first one is written.
 
         Only a failure of the service itself between chunks can leave part of a file written; the report then
-        says exactly how many lines were written and where it stopped.
+        says exactly how many lines were written and where it stopped. Progress counts the (non-blank) lines
+        of the chunks the service has checked, then of those it has written.
         """
         chunks = split_chunks(data)
         if shift_to_now and len(chunks) > 1:
             raise RemoteError(f"--shift-to-now with --url takes one request: at most {CHUNK_LINES} lines, "
                               f"{CHUNK_BYTES // 2**20} MB")
-        checked = _merged([self._import(chunk, first, shift_to_now, overwrite, True) for first, chunk in chunks])
+        total = sum(1 for line in data.split(b"\n") if line.strip())
+        checks, done = [], 0
+        progress(CHECKED, 0, total)
+        for first, chunk in chunks:
+            checks.append(self._import(chunk, first, shift_to_now, overwrite, True))
+            done += checks[-1]["lines"]
+            progress(CHECKED, done, total)
+        checked = _merged(checks)
         if len(chunks) > 1:
             reported = {error["line"] for error in checked["errors"]}
             checked["errors"] += [error for error in _repeated_ids(data) if error["line"] not in reported]
         if dry_run or checked["errors"] or checked["conflicts"]:
             return checked
-        written = []
+        written, done = [], 0
+        progress(WRITTEN, 0, total)
         for first, chunk in chunks:
             report = self._import(chunk, first, shift_to_now, overwrite, False)
             written.append(report)
+            done += report["lines"]
+            progress(WRITTEN, done, total)
             if report["errors"] or report["conflicts"]:
                 merged = _merged(written)
                 merged["stopped_at_line"] = first

@@ -13,7 +13,8 @@ if [ -z "${ADMIN_API_TOKEN:-}" ]; then
   ADMIN_API_TOKEN=$(cat "$DATA_DIR/admin_token")
   export ADMIN_API_TOKEN
 fi
-"$BIN/python" -m consolidation import --if-empty --shift-to-now samples/memories.jsonl
+# The import report (JSON on stdout) is for scripts; its one-line verdict on stderr is what a person reads here.
+"$BIN/python" -m consolidation import --if-empty --shift-to-now samples/memories.jsonl >/dev/null
 URL="http://${HOST:-127.0.0.1}:${PORT:-8000}"
 cat <<MSG
 
