@@ -49,10 +49,12 @@ class Run:
     progress: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     lease_lost: bool = False
+    scope: dict[str, str] | None = None  # a run of one scope; None: every memory
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
-                "trigger": self.trigger, "started_at": to_iso(self.started_at)}
+                "trigger": self.trigger, "started_at": to_iso(self.started_at),
+                **({"scope": self.scope} if self.scope else {})}
 
 
 class ConsolidationEngine:
@@ -77,9 +79,13 @@ class ConsolidationEngine:
 
     # --- running ---------------------------------------------------------------------------------
 
-    def begin(self, tasks: Sequence[str], dry_run: bool, trigger: str) -> Run:
-        """Take the run lease and record a new run; RunInProgress if another run holds the lease."""
+    def begin(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None = None) -> Run:
+        """Take the run lease and record a new run; RunInProgress if another run holds the lease. `scope`
+        limits the run to the memories of one scope (checked before the lease is taken)."""
+        if scope is not None:
+            self.stores.graph.scoping.within(scope)
         run = self._leased_run(tasks, dry_run, trigger)
+        run.scope = scope
         self._open_record(run)
         return run
 
@@ -100,8 +106,9 @@ class ConsolidationEngine:
             result = self._finish(run)
         return result
 
-    def run(self, tasks: Sequence[str], dry_run: bool = False, trigger: str = "manual") -> dict[str, Any]:
-        return self.execute(self.begin(tasks, dry_run, trigger))
+    def run(self, tasks: Sequence[str], dry_run: bool = False, trigger: str = "manual",
+            scope: dict[str, str] | None = None) -> dict[str, Any]:
+        return self.execute(self.begin(tasks, dry_run, trigger, scope))
 
     def execute_in_background(self, run: Run) -> threading.Thread:
         """Execute a begun run on its own thread, so an HTTP request can answer at once."""
@@ -239,9 +246,11 @@ class ConsolidationEngine:
             raise
 
     def _run_task(self, run: Run, task: str, neighbours: NeighbourGraph) -> dict[str, Any]:
-        ctx = TaskContext(self.settings, self.stores.graph, self.lifecycle.hygiene, self.stores.vectors,
-                          self.lifecycle, self.summarizer, now=self.clock(), neighbours=neighbours,
-                          progress=ProgressWriter(self.runs, run, task))
+        graph, hygiene = self.stores.graph, self.lifecycle.hygiene
+        if run.scope:
+            graph, hygiene = graph.within(run.scope), hygiene.within(run.scope)
+        ctx = TaskContext(self.settings, graph, hygiene, self.stores.vectors, self.lifecycle, self.summarizer,
+                          now=self.clock(), neighbours=neighbours, progress=ProgressWriter(self.runs, run, task))
         started = time.monotonic()
         try:
             report = {**TASKS[task](ctx, run.dry_run), "success": True}
@@ -252,7 +261,7 @@ class ConsolidationEngine:
         metrics.record_task(task, report, run.dry_run)
         log.info("consolidation %s done processed=%s seconds=%.3f success=%s dry_run=%s run=%s", task,
                  report.get("memories_processed", 0), report["seconds"], report["success"], run.dry_run, run.id)
-        if not run.dry_run:
+        if not run.dry_run and not run.scope:  # the schedule is the whole graph's: one scope's run leaves it
             self._record(run, task, ctx.now, report)
         return report
 
@@ -278,6 +287,7 @@ class ConsolidationEngine:
 
         self._write_or_defer("end of run", close_record)
         return {"run_id": run.id, "trigger": run.trigger, "dry_run": run.dry_run, "tasks": run.tasks,
+                **({"scope": run.scope} if run.scope else {}),
                 "started_at": to_iso(run.started_at), "finished_at": to_iso(finished),
                 "duration_seconds": round((finished - run.started_at).total_seconds(), 3),
                 "success": success, "results": run.results}

@@ -2,19 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-# A memory without one of the properties is in the scope where that property is absent (not in every scope).
-ABSENT = ""
+from .errors import InvalidInput
+
+MAX_VALUE_CHARS = 256
 
 
 class Scoping:
-    """How memories are partitioned: by the values of these properties (none: all memories are one scope)."""
+    """How memories are partitioned: by the values of these properties (none: all memories are one scope);
+    `only`, when set, limits every read to the one scope with those values (a run of one scope)."""
 
-    def __init__(self, properties: Sequence[str] = ()):
+    def __init__(self, properties: Sequence[str] = (), only: Mapping[str, str] | None = None):
         self.properties = tuple(properties)
+        self.only = dict(only) if only else None
+
+    def within(self, values: Any) -> Scoping:
+        """This scoping limited to one scope, named by a value for every scope property."""
+        if not self.properties:
+            raise InvalidInput("scope", "no scopes are configured (CONSOLIDATION_SCOPE_PROPERTIES is empty)")
+        if not isinstance(values, dict) or set(values) != set(self.properties):
+            raise InvalidInput("scope", f"must be an object with exactly the scope properties "
+                                        f"{', '.join(self.properties)}")
+        for name, value in values.items():
+            check_scope_value(name, value)
+        return Scoping(self.properties, values)
+
+    def where(self, node: str = "m") -> str:
+        """A Cypher condition true for the nodes in the limited scope (always true when not limited)."""
+        if not self.only:
+            return "true"
+        return " AND ".join(f"{node}.{name} = $scope_{name}" for name in self.properties)
+
+    def params(self) -> dict[str, str]:
+        return {f"scope_{name}": value for name, value in (self.only or {}).items()}
 
     @property
     def enabled(self) -> bool:
@@ -30,6 +54,12 @@ class Scoping:
         parts = [f"toString(size(coalesce({node}.{name}, ''))) + ':' + coalesce({node}.{name}, '')"
                  for name in self.properties]
         return " + '/' + ".join(parts)
+
+
+def check_scope_value(name: str, value: Any) -> None:
+    """A scope value is a non-empty string of printable characters (it is compared, never interpreted)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_VALUE_CHARS or not value.isprintable():
+        raise InvalidInput(name, f"must be a non-empty string of at most {MAX_VALUE_CHARS} printable characters")
 
 
 def scope_codes(keys: Sequence[str]) -> np.ndarray:

@@ -130,3 +130,40 @@ def test_scope_properties_are_checked_at_start(value, problem):
 def test_scope_properties_setting_reads_a_list():
     assert Settings(admin_api_token=TOKEN, consolidation_scope_properties="user_id, agent_id"
                     ).consolidation_scope_properties == ("user_id", "agent_id")
+
+
+def test_a_run_of_one_scope_touches_only_that_scope(scoped):
+    made = {user: holdings(scoped, user) for user in USERS}
+    before = scoped.engine.control.state()
+    result = scoped.engine.run(["dedup", "creative", "cluster"], scope={"user_id": "alice"})
+    assert result["scope"] == {"user_id": "alice"}
+    owner = user_of(scoped)
+    touched = {owner[x] for a, _, b in edges(scoped) for x in (a, b)}
+    assert touched == {"alice"}
+    assert result["results"]["dedup"]["memories_processed"] == sum(len(v) for v in made["alice"].values())
+    # bob's turn: alice's MetaPattern is outside bob's run, so it is neither matched nor retired.
+    alice_patterns = {p.id for p in scoped.stores.graph.meta_patterns()}
+    bob = scoped.engine.run(["cluster"], scope={"user_id": "bob"})["results"]["cluster"]
+    assert bob["created"] == 1 and bob["retired_total"] == 0
+    assert alice_patterns <= {p.id for p in scoped.stores.graph.meta_patterns()}
+    # A scope's run leaves the whole graph's schedule alone; its record says which scope it ran.
+    assert all(scoped.engine.control.state().get(f"last_{t}") == before.get(f"last_{t}")
+               for t in ("dedup", "creative", "cluster"))
+    assert scoped.engine.get_run(result["run_id"])["scope"] == {"user_id": "alice"}
+
+
+@pytest.mark.parametrize("scope", [{"user_id": ""}, {"agent_id": "x"}, {"user_id": 5}, "alice",
+                                   {"user_id": "a", "agent_id": "b"}, {"user_id": "tab\there"}])
+def test_a_bad_scope_is_refused_before_the_lease(scoped, scope):
+    from consolidation.errors import InvalidInput
+
+    with pytest.raises(InvalidInput):
+        scoped.engine.begin(["dedup"], dry_run=True, trigger="test", scope=scope)
+    assert scoped.engine.control.current_lease() is None
+
+
+def test_a_scope_cannot_be_named_without_scopes_configured(services):
+    from consolidation.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="no scopes are configured"):
+        services.engine.run(["dedup"], scope={"user_id": "alice"})

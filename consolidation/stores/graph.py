@@ -74,6 +74,10 @@ class GraphStore:
         self.falkor = falkor
         self.scoping = scoping or Scoping()
 
+    def within(self, scope: dict[str, str]) -> GraphStore:
+        """This store with every task read limited to one scope (a run of one scope)."""
+        return GraphStore(self.falkor, self.scoping.within(scope))
+
     def ensure_schema(self) -> None:
         """Create the indexes the queries rely on, if missing."""
         for label, field in (("Memory", "id"), ("Tombstone", "memory_id"), ("ConsolidationRun", "id"),
@@ -155,8 +159,8 @@ class GraphStore:
 
     def scoring_inputs(self, importance_threshold: float | None) -> ScoringInputs:
         """The active memories decay scores (all of them, or those at or above the importance threshold)."""
-        where = ACTIVE
-        params = {}
+        where = f"{ACTIVE} AND {self.scoping.where()}"
+        params = self.scoping.params()
         if importance_threshold is not None:
             where += " AND coalesce(m.importance, 0.5) >= $threshold"
             params["threshold"] = importance_threshold
@@ -182,7 +186,7 @@ class GraphStore:
         memory by rand() takes tens at 100k. Each qualifying node is equally likely to be probed, so the
         sample is uniform; if probing finds too few (a small or mostly irrelevant store), the full sort decides.
         """
-        filters = f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY}"
+        filters = f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}"
         columns = f"m.id, m.type, m.timestamp, {self.scoping.key_expression()}"
         # Node ids are reused after deletions, so they stay close to 0..count; the margin covers the rest.
         bound = int(self.falkor.execute("MATCH (n) RETURN count(n)", read_only=True)[0][0] * 1.1) + 64
@@ -192,14 +196,14 @@ class GraphStore:
                 probes = random.sample(range(bound), min(bound, size * PROBE_FACTOR * 2**round_))
                 rows = self.falkor.execute(
                     f"UNWIND $ids AS i MATCH (m:Memory) WHERE id(m) = i AND {filters} RETURN {columns}",
-                    {"ids": probes, "min": min_relevance}, read_only=True)
+                    {"ids": probes, "min": min_relevance, **self.scoping.params()}, read_only=True)
                 found.update((row[0], row) for row in rows)
                 if len(found) >= size:
                     break
         if len(found) < size:
             rows = self.falkor.execute(
                 f"MATCH (m:Memory) WHERE {filters} WITH m ORDER BY rand() LIMIT $size RETURN {columns}",
-                {"min": min_relevance, "size": size}, read_only=True)
+                {"min": min_relevance, "size": size, **self.scoping.params()}, read_only=True)
             found = {row[0]: row for row in rows}
         rows = random.sample(list(found.values()), min(size, len(found)))
         created = epoch_seconds(row[2] for row in rows)
@@ -229,8 +233,9 @@ class GraphStore:
 
     def cluster_candidates(self, min_relevance: float) -> tuple[list[str], list[str]]:
         """The ids of the memories clustering groups, and each one's scope key."""
-        columns = self.falkor.scan_memories(f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY}",
-                                            f"m.id, {self.scoping.key_expression()}", {"min": min_relevance})
+        columns = self.falkor.scan_memories(
+            f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}",
+            f"m.id, {self.scoping.key_expression()}", {"min": min_relevance, **self.scoping.params()})
         return (columns[0], columns[1]) if columns else ([], [])
 
     def memory_details(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -257,9 +262,9 @@ class GraphStore:
     def meta_patterns(self) -> list[MetaPatternRecord]:
         """The active MetaPatterns with the ids of the memories each summarizes."""
         rows = self.falkor.records(
-            "MATCH (p:MetaPattern) WHERE coalesce(p.archived, false) = false "
+            f"MATCH (p:MetaPattern) WHERE coalesce(p.archived, false) = false AND {self.scoping.where('p')} "
             "OPTIONAL MATCH (p)-[:SUMMARIZES]->(m:Memory) RETURN p.id, collect(m.id)",
-            read_only=True,
+            self.scoping.params(), read_only=True,
         )
         return [MetaPatternRecord(row[0], frozenset(row[1])) for row in rows]
 
@@ -294,8 +299,9 @@ class GraphStore:
     def forget_inputs(self) -> ForgetInputs:
         """Every memory, archived ones too, with what the forgetting rules look at."""
         columns = self.falkor.scan_memories(
-            "true", "m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
-            f"{DEGREE}, {SUPERSEDED}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at")
+            self.scoping.where(), "m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
+            f"{DEGREE}, {SUPERSEDED}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at",
+            self.scoping.params())
         if not columns:
             empty = np.zeros(0)
             return ForgetInputs(_scoring_inputs([]), np.zeros(0, bool), [], np.zeros(0, bool), [], empty)

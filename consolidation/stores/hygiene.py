@@ -52,12 +52,16 @@ class HygieneStore:
         self.falkor = falkor
         self.scoping = scoping or Scoping()
 
+    def within(self, scope: dict[str, str]) -> HygieneStore:
+        """This store with its inputs limited to one scope (a run of one scope)."""
+        return HygieneStore(self.falkor, self.scoping.within(scope))
+
     # --- reading -----------------------------------------------------------------------------------------------
 
     def inputs(self) -> HygieneInputs:
         columns = self.falkor.scan_memories(
-            ACTIVE_MEMORY, "m.id, m.type, m.content, m.timestamp, indegree(m) + outdegree(m), m.access_count, "
-            f"m.protected, m.superseded_by IS NOT NULL, {self.scoping.key_expression()}")
+            f"{ACTIVE_MEMORY} AND {self.scoping.where()}", "m.id, m.type, m.content, m.timestamp, indegree(m) + outdegree(m), m.access_count, "
+            f"m.protected, m.superseded_by IS NOT NULL, {self.scoping.key_expression()}", self.scoping.params())
         if not columns:
             return HygieneInputs([], [], [], [], [], [], [], [], {}, {}, [])
         ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes = columns

@@ -7,7 +7,7 @@ from typing import Any
 
 from .falkor import Falkor
 
-JSON_FIELDS = ("tasks", "progress", "result")
+JSON_FIELDS = ("tasks", "progress", "result", "scope")
 
 
 class RunStore:
