@@ -10,7 +10,8 @@ from flask_cors import CORS
 from ..logs import configure_logging
 from ..service import Services, build_services
 from ..settings import Settings, load_settings
-from . import consolidate, errors, health, memories, metrics
+from . import consolidate, docs, errors, health, memories, metrics
+from .strict_request import StrictRequest
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None,
@@ -20,11 +21,12 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     configure_logging(settings)
     services = services or build_services(settings)
     app = Flask("consolidation")
+    app.request_class = StrictRequest
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     app.json.sort_keys = False
     app.extensions["consolidation"] = services
     errors.register(app)
-    for blueprint in (consolidate.blueprint, memories.blueprint, health.blueprint, metrics.blueprint):
+    for blueprint in (consolidate.blueprint, memories.blueprint, health.blueprint, metrics.blueprint, docs.blueprint):
         app.register_blueprint(blueprint)
     app.after_request(metrics.count_request)
     _allow_origins(app, settings.cors_origins)
