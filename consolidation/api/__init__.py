@@ -20,7 +20,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     settings = settings or load_settings()
     configure_logging(settings)
     services = services or build_services(settings)
-    app = Flask("consolidation")
+    app = Flask("consolidation", static_folder=None)  # no app-wide /static route: /docs serves its own files
     app.request_class = StrictRequest
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     app.json.sort_keys = False

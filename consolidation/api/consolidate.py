@@ -10,12 +10,12 @@ from .auth import require_admin
 from .context import services
 from .models import (ConsolidateRequest, ErrorBody, ReconcileReport, ReconcileRequest, RunInProgressBody, RunRecord,
                      RunResult, RunStarted, Status)
-from .openapi import ADMIN, amend, answers, api
+from .openapi import ADMIN, amend, answers, api, uuid_in_path
 
 blueprint = Blueprint("consolidate", __name__)
 ADMIN_ROUTE = {"security": ADMIN, "tags": ["consolidation"]}
 OPTIONAL_BODY = {"requestBody": {"required": False}}
-RUN_ID = {"run_id": "the run's UUID, as POST /consolidate answered it"}
+RUN_ID = uuid_in_path("run_id", "the run's id, as POST /consolidate answered it")
 
 
 @blueprint.post("/consolidate")
@@ -57,8 +57,8 @@ def status():
 
 @blueprint.get("/consolidate/runs/<run_id>")
 @require_admin
-@api.validate(resp=answers(HTTP_200=RunRecord, HTTP_404=ErrorBody), path_parameter_descriptions=RUN_ID,
-              **ADMIN_ROUTE)
+@api.validate(resp=answers(HTTP_200=RunRecord, HTTP_404=ErrorBody), **ADMIN_ROUTE)
+@amend(RUN_ID)
 def run_status(run_id: str):
     """One run: its state, progress (task, processed / total, elapsed) and result."""
     run = services().engine.get_run(parse_uuid(run_id, "run_id"))

@@ -5,19 +5,21 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from ..errors import Unauthorized
-from ..memory import MemoryFields
+from ..memory import ImportedMemoryFields, MemoryFields
 from .auth import is_admin, require_admin, require_token
 from .context import services
 from .errors import error_response
-from .models import ErrorBody, ImportQuery, ImportRefusedBody, ImportReport, MemoryAnswer, Restored
-from .openapi import ADMIN, TOKEN, amend, answers, api
+from .models import ErrorBody, ImportQuery, ImportRefused, ImportReport, MemoryAnswer, Restored
+from .openapi import ADMIN, TOKEN, amend, answers, api, uuid_in_path
 
 blueprint = Blueprint("memories", __name__)
 TOKEN_ROUTE = {"security": TOKEN, "tags": ["memories"]}
-MEMORY_ID = {"memory_id": "the memory's UUID"}
+MEMORY_ID = uuid_in_path("memory_id", "the memory's id")
+# OpenAPI 3.1 has no schema for a stream of JSON lines: the body is described as the array of its lines.
 JSONL_BODY = {"requestBody": {"required": True, "content": {"application/x-ndjson": {"schema": {
-    "type": "string", "description": "one JSON object per line, lines ending at \\n: the fields of POST /memory, "
-                                     "plus relevance_score, archived and archived_at"}}}}}
+    "type": "array", "items": ImportedMemoryFields.model_json_schema(),
+    "description": "one JSON object per line (lines end at \\n), each a memory as POST /memory takes it, plus "
+                   "relevance_score, archived and archived_at from another store"}}}}}
 
 
 @blueprint.post("/memory")
@@ -30,8 +32,8 @@ def create_memory(json: MemoryFields):
 
 @blueprint.post("/memory/import")
 @require_token
-@api.validate(query=ImportQuery, resp=answers(HTTP_200=ImportReport, HTTP_400=ImportRefusedBody,
-                                              HTTP_409=ImportRefusedBody), **TOKEN_ROUTE)
+@api.validate(query=ImportQuery, resp=answers(HTTP_200=ImportReport, HTTP_400=ImportRefused,
+                                              HTTP_409=ImportRefused), **TOKEN_ROUTE)
 @amend(JSONL_BODY)
 def import_memories(query: ImportQuery):
     """A JSONL body, one memory per line; every line is checked before any is written: all or nothing."""
@@ -51,8 +53,8 @@ def import_memories(query: ImportQuery):
 
 @blueprint.get("/memory/<memory_id>")
 @require_token
-@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), path_parameter_descriptions=MEMORY_ID,
-              **TOKEN_ROUTE)
+@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), **TOKEN_ROUTE)
+@amend(MEMORY_ID)
 def get_memory(memory_id: str):
     """Every stored field, relevance_score included, archived memories too."""
     return jsonify({"memory": services().memories.get(memory_id)})
@@ -60,8 +62,8 @@ def get_memory(memory_id: str):
 
 @blueprint.post("/memory/<memory_id>/access")
 @require_token
-@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), path_parameter_descriptions=MEMORY_ID,
-              **TOKEN_ROUTE)
+@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), **TOKEN_ROUTE)
+@amend(MEMORY_ID)
 def record_access(memory_id: str):
     """Record a use: last_accessed = now, access_count + 1."""
     return jsonify({"memory": services().memories.record_access(memory_id)})
@@ -69,8 +71,9 @@ def record_access(memory_id: str):
 
 @blueprint.post("/memory/<memory_id>/restore")
 @require_admin
-@api.validate(resp=answers(HTTP_200=Restored, HTTP_404=ErrorBody, HTTP_409=ErrorBody),
-              path_parameter_descriptions=MEMORY_ID, security=ADMIN, tags=["memories"])
+@api.validate(resp=answers(HTTP_200=Restored, HTTP_404=ErrorBody, HTTP_409=ErrorBody), security=ADMIN,
+              tags=["memories"])
+@amend(MEMORY_ID)
 def restore_memory(memory_id: str):
     """Bring back an archived, deleted (from its tombstone, with its edges) or merged memory."""
     return jsonify(services().memories.restore(memory_id))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, ValidationInfo, field_validator
 
 from ..memory import Fraction
 from ..settings import TASK_NAMES
@@ -268,6 +268,12 @@ class ImportReport(BaseModel):
 
 class ImportRefusedBody(ImportReport, ErrorBody):
     """An import with invalid lines (400) or conflicts (409): nothing was written; the report says why."""
+
+
+class ImportRefused(RootModel[ImportRefusedBody | ErrorBody]):
+    """A refused import: with its report when the lines were read, else (bad flags, no token) a plain error."""
+
+    model_config = ConfigDict(title="ImportRefused")
 
 
 # --- health --------------------------------------------------------------------------------------------------
