@@ -186,7 +186,8 @@ def _embedding(value: list[float] | None, vector_size: int) -> np.ndarray | None
     if value is None:
         return None
     if len(value) != vector_size:
-        raise InvalidInput("embedding", f"must be a list of {vector_size} numbers (VECTOR_SIZE), got {len(value)} values")
+        raise InvalidInput("embedding",
+                           f"must be a list of {vector_size} numbers (VECTOR_SIZE), got {len(value)} values")
     vector = np.asarray(value, dtype=np.float64)
     # Vectors are stored as float32: a value that would become infinity, or round to zero, is refused rather
     # than silently changed.

@@ -83,7 +83,7 @@ def test_request_models_are_the_ones_the_routes_validate(client):
 def test_security_is_documented_as_the_routes_enforce_it(app, client):
     document = documented(client)
     schemes = document["components"]["securitySchemes"]
-    assert schemes["bearerToken"] == {"type": "http", "scheme": "bearer", "description": schemes["bearerToken"]["description"]}
+    assert (schemes["bearerToken"]["type"], schemes["bearerToken"]["scheme"]) == ("http", "bearer")
     assert (schemes["adminToken"]["type"], schemes["adminToken"]["in"], schemes["adminToken"]["name"]) == (
         "apiKey", "header", "X-Admin-Token")
     for path, item in document["paths"].items():

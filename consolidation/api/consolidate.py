@@ -8,8 +8,17 @@ from ..errors import NotFound
 from ..memory import parse_uuid
 from .auth import require_admin
 from .context import services
-from .models import (ConsolidateRequest, ErrorBody, ReconcileReport, ReconcileRequest, RunInProgressBody, RunRecord,
-                     RunResult, RunStarted, Status)
+from .models import (
+    ConsolidateRequest,
+    ErrorBody,
+    ReconcileReport,
+    ReconcileRequest,
+    RunInProgressBody,
+    RunRecord,
+    RunResult,
+    RunStarted,
+    Status,
+)
 from .openapi import ADMIN, amend, answers, api, uuid_in_path
 
 blueprint = Blueprint("consolidate", __name__)

@@ -19,14 +19,14 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flask import Flask
+import flask
 from pydantic import ValidationError
 from spectree import Response, SecurityScheme, SpecTree
 from spectree.models import SecuritySchemeData
 from spectree.plugins.flask_plugin import FlaskPlugin
 
 from .. import __version__
-from ..validation import invalid_input
+from ..validation import checked, invalid_input
 from .models import ErrorBody, StoreUnavailableBody
 
 log = logging.getLogger(__name__)
@@ -47,27 +47,23 @@ class CheckedFlaskPlugin(FlaskPlugin):
     failed validation, and answers that never turn into 500s for not matching their documented model."""
 
     def request_validation(self, request, query, json, form, headers, cookies):
-        model = None
         try:
-            model = query
-            super().request_validation(request, query, None, form, headers, cookies)
-            if json is not None:
-                model = json
-                # StrictRequest.get_json: a body that is not strict JSON is refused here, whatever its type claims.
-                body = request.get_json()
-                request.context = request.context._replace(json=json.model_validate({} if body is None else body))
+            super().request_validation(request, query, None, form, headers, cookies)  # all but the body
         except ValidationError as exc:
-            raise invalid_input(exc, model) from None
+            raise invalid_input(exc, query) from None
+        if json is not None:
+            # StrictRequest.get_json: a body that is not strict JSON is refused here, whatever its type claims;
+            # no body at all is {} (the model's defaults, or its required fields named).
+            body = request.get_json()
+            request.context = request.context._replace(json=checked(json, {} if body is None else body))
 
     def validate_response(self, resp, resp_model, skip_validation, force_resp_serialize):
         response, mismatch = super().validate_response(resp, resp_model, skip_validation, force_resp_serialize)
         if mismatch is None:
             return response, None
-        # The work is done; the caller gets its answer and the log says the documentation is wrong.
-        log.error("response does not match its documented model path=%s errors=%s", getattr(resp, "status", ""),
-                  mismatch)
+        # The work is done: the caller gets its answer, and the log says that the documentation is wrong.
+        log.error("response does not match its documented model path=%s errors=%s", flask.request.path, mismatch)
         return super().validate_response(resp, resp_model, True, force_resp_serialize)[0], None
-
 
 api = SpecTree(
     "flask", backend=CheckedFlaskPlugin, title="Memory consolidation service", version=__version__,
@@ -103,8 +99,11 @@ def uuid_in_path(name: str, description: str) -> dict[str, Any]:
                             "schema": {"type": "string", "format": "uuid"}}]}
 
 
-def openapi_document(app: Flask) -> dict[str, Any]:
-    """The app's OpenAPI 3.1 document: spectree's, with each route's amendments merged in."""
+def openapi_document(app: flask.Flask) -> dict[str, Any]:
+    """The app's OpenAPI 3.1 document: spectree's, with each route's amendments merged in.
+
+    spectree builds its document once per process, from the first app that asks (it cannot build it twice):
+    every app create_app makes has the same routes, so that is every app's document."""
     document = copy.deepcopy(api.spec)
     for rule in app.url_map.iter_rules():
         fragment = _amendment(app.view_functions[rule.endpoint])
