@@ -116,9 +116,14 @@ def shift_times(bodies: list[tuple[int, dict[str, Any]]], now: datetime, report:
     """Move every time by one offset so that the newest becomes `now`: a fixture keeps its shape."""
     times = []
     for number, body in bodies:
+        # A timestamp is needed; the other times only when given. Whatever is not a readable time string
+        # (missing, null, a number) is this line's error, not the service's.
+        given = [body.get(name) for name in TIME_FIELDS if name == "timestamp" or body.get(name) is not None]
         try:
-            times.extend(parse_iso(body[name]) for name in TIME_FIELDS if name == "timestamp" or body.get(name))
-        except (KeyError, TypeError, ValueError):
+            if not all(isinstance(value, str) for value in given):
+                raise ValueError("not a time string")
+            times.extend(parse_iso(value) for value in given)
+        except ValueError:
             report.add_error(number, InvalidInput("timestamp", "every line needs ISO-8601 times to shift them"))
     if report.errors or not times:
         return

@@ -70,15 +70,15 @@ def _walk(value: Any, field: str) -> Iterator[tuple[Any, int, str]]:
         yield item, depth, where
         if isinstance(item, dict):
             for key, child in item.items():
-                name = key if depth == 0 and isinstance(key, str) and _printable(key) else where
+                name = key if depth == 0 and isinstance(key, str) and printable_name(key) else where
                 yield key, depth + 1, where
                 stack.append((child, depth + 1, name))
         elif isinstance(item, list):
             stack.extend((child, depth + 1, where) for child in item)
 
 
-def _printable(key: str) -> bool:
-    """A key safe to echo back as the name of the field in an error."""
+def printable_name(key: str) -> bool:
+    """Whether a key is safe to echo back as the name of the field in an error."""
     return len(key) <= 100 and "\x00" not in key and key.isprintable() and _encodable(key)
 
 

@@ -2,28 +2,63 @@
 
 from __future__ import annotations
 
-import re
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import InvalidInput
 from .scoring import relevance_scores
 from .timeutil import SECONDS_PER_DAY, TimeOutOfRange, parse_iso, to_iso
+from .validation import checked
 
-TYPE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
-MAX_TAGS, MAX_TAG_CHARS = 50, 100
+TYPE_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
+MAX_TAGS, MAX_TAG_CHARS, MAX_REASON_CHARS = 50, 100, 500
 FUTURE_TOLERANCE = timedelta(days=1)
 # The largest whole number every JSON reader keeps exactly; far below int64, so adding uses to it cannot wrap.
 MAX_COUNT = 2**53 - 1
 # A stable namespace so that importing the same line twice gives the same id (imports are idempotent).
 IMPORT_NAMESPACE = uuid.UUID("6f1c1b8e-3a52-4b0e-9c57-2f4e7d1a9b33")
-API_FIELDS = frozenset({"id", "content", "type", "importance", "confidence", "tags", "timestamp", "last_accessed",
-                        "access_count", "protected", "protected_reason", "embedding"})
-IMPORT_FIELDS = API_FIELDS | {"relevance_score", "archived", "archived_at"}
+
+Fraction = Annotated[float, Field(ge=0, le=1)]
+Time = Annotated[str, Field(description="ISO-8601, e.g. 2026-01-31T12:00:00Z (no zone = UTC); years 1-9999 in UTC, "
+                                        "at most a day ahead of the server's clock")]
+Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
+
+
+class MemoryFields(BaseModel):
+    """A memory as POST /memory takes it: the types and bounds of every field (the rules that depend on the
+    settings or the clock are checked by parse_memory)."""
+
+    # Strict: a value must have its JSON type as sent ("1" is not 1, 1 is not true), as stored values are exact.
+    model_config = ConfigDict(extra="forbid", strict=True, title="MemoryInput")
+
+    content: str = Field(min_length=1, description="not blank; at most MAX_CONTENT_CHARS characters, no NUL")
+    id: str | None = Field(None, description="a UUID; derived or random when omitted",
+                           json_schema_extra={"format": "uuid"})
+    type: str = Field("Memory", pattern=TYPE_PATTERN, description="MetaPattern is reserved for cluster summaries")
+    importance: Fraction | None = 0.5
+    confidence: Fraction | None = 0.5
+    tags: list[Tag] = Field(default_factory=list, max_length=MAX_TAGS)
+    timestamp: Time | None = None
+    last_accessed: Time | None = None
+    access_count: int = Field(0, ge=0, le=MAX_COUNT)
+    protected: bool = False
+    protected_reason: str | None = Field(None, max_length=MAX_REASON_CHARS)
+    embedding: list[float] | None = Field(None, description="VECTOR_SIZE numbers, not all zero, within float32")
+
+
+class ImportedMemoryFields(MemoryFields):
+    """A JSONL line of POST /memory/import: a memory, plus what data from another store may carry."""
+
+    model_config = ConfigDict(title="ImportedMemory")
+
+    relevance_score: Fraction | None = None
+    archived: bool = False
+    archived_at: Time | None = None
 
 
 @dataclass(frozen=True)
@@ -37,37 +72,33 @@ class NewMemory:
 def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: datetime,
                  importing: bool = False) -> NewMemory:
     """Check every field and fill defaults; InvalidInput names the first field that is wrong."""
-    if not isinstance(body, dict):
-        raise InvalidInput("body", "must be a JSON object")
-    allowed = IMPORT_FIELDS if importing else API_FIELDS
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise InvalidInput(unknown[0], f"is not a memory field (accepted: {', '.join(sorted(allowed))})")
-    content = _content(body.get("content"), max_content_chars)
-    timestamp = _time(body, "timestamp", now) or now
-    last_accessed = _time(body, "last_accessed", now) or timestamp
-    memory_type = _type(body.get("type", "Memory"))
-    archived_at = _time(body, "archived_at", now)
+    fields = checked(ImportedMemoryFields if importing else MemoryFields, body)
+    content = _content(fields.content, max_content_chars)
+    timestamp = _time(fields.timestamp, "timestamp", now) or now
+    last_accessed = _time(fields.last_accessed, "last_accessed", now) or timestamp
+    memory_type = _type(fields.type)
+    archived_at = _time(getattr(fields, "archived_at", None), "archived_at", now)
     properties = {
-        "id": _id(body.get("id")) or str(uuid.uuid4()),
+        "id": _id(fields.id) or str(uuid.uuid4()),
         "content": content,
         "type": memory_type,
-        "importance": _fraction(body, "importance", 0.5),
-        "confidence": _fraction(body, "confidence", 0.5),
-        "tags": _tags(body.get("tags", [])),
+        "importance": graph_float(0.5 if fields.importance is None else fields.importance),
+        "confidence": graph_float(0.5 if fields.confidence is None else fields.confidence),
+        "tags": list(fields.tags),
         "timestamp": to_iso(timestamp),
         "last_accessed": to_iso(last_accessed),
-        "access_count": _count(body.get("access_count", 0)),
-        "protected": _flag(body, "protected"),
-        "protected_reason": _optional_text(body, "protected_reason"),
-        "archived": _flag(body, "archived"),
+        "access_count": fields.access_count,
+        "protected": fields.protected,
+        "protected_reason": fields.protected_reason,
+        "archived": getattr(fields, "archived", False),
         "archived_at": to_iso(archived_at) if archived_at else None,
     }
+    relevance = getattr(fields, "relevance_score", None)
     properties["relevance_score"] = (
-        _fraction(body, "relevance_score", 0.0) if body.get("relevance_score") is not None
+        graph_float(relevance) if relevance is not None
         else initial_relevance(properties, timestamp, last_accessed, now)
     )
-    return NewMemory(properties, _embedding(body.get("embedding"), vector_size))
+    return NewMemory(properties, _embedding(fields.embedding, vector_size))
 
 
 def initial_relevance(properties: dict[str, Any], created: datetime, accessed: datetime, now: datetime) -> float:
@@ -112,30 +143,18 @@ def import_id(body: dict[str, Any]) -> str:
     return str(uuid.uuid5(IMPORT_NAMESPACE, key))
 
 
-def _content(value: Any, max_chars: int) -> str:
-    if not isinstance(value, str) or not value.strip():
+def _content(value: str, max_chars: int) -> str:
+    if not value.strip():
         raise InvalidInput("content", "is required and must be a non-empty string")
     if len(value) > max_chars:
         raise InvalidInput("content", f"has {len(value)} characters; at most {max_chars} are accepted")
     return value
 
 
-def _type(value: Any) -> str:
-    if not isinstance(value, str) or not TYPE_NAME.match(value):
-        raise InvalidInput("type", "must be a name of letters, digits, '_' or '-' (at most 64), e.g. Decision")
+def _type(value: str) -> str:
     if value == "MetaPattern":
         raise InvalidInput("type", "MetaPattern is reserved for cluster summaries")
     return value
-
-
-def _fraction(body: dict, name: str, default: float) -> float:
-    value = body.get(name, default)
-    if value is None:
-        return default
-    # Compared as given: a huge integer is never converted to a float (that would overflow, not refuse).
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise InvalidInput(name, f"must be a number from 0 to 1, got {_shown(value)}")
-    return graph_float(value)
 
 
 def graph_float(value: float) -> float:
@@ -144,46 +163,14 @@ def graph_float(value: float) -> float:
     return float(f"{value:.15g}")
 
 
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
-        raise InvalidInput("access_count", f"must be a whole number from 0 to {MAX_COUNT}, got {_shown(value)}")
-    return value
-
-
 def _shown(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _flag(body: dict, name: str) -> bool:
-    value = body.get(name, False)
-    if not isinstance(value, bool):
-        raise InvalidInput(name, "must be true or false")
-    return value
-
-
-def _optional_text(body: dict, name: str) -> str | None:
-    value = body.get(name)
-    if value is not None and (not isinstance(value, str) or len(value) > 500):
-        raise InvalidInput(name, "must be a string of at most 500 characters")
-    return value
-
-
-def _tags(value: Any) -> list[str]:
-    if not isinstance(value, list) or len(value) > MAX_TAGS:
-        raise InvalidInput("tags", f"must be a list of at most {MAX_TAGS} strings")
-    for tag in value:
-        if not isinstance(tag, str) or not tag or len(tag) > MAX_TAG_CHARS:
-            raise InvalidInput("tags", f"each tag must be a non-empty string of at most {MAX_TAG_CHARS} characters")
-    return list(value)
-
-
-def _time(body: dict, name: str, now: datetime) -> datetime | None:
-    value = body.get(name)
+def _time(value: str | None, name: str, now: datetime) -> datetime | None:
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise InvalidInput(name, "must be an ISO-8601 time string, e.g. 2026-01-31T12:00:00Z")
     try:
         moment = parse_iso(value)
     except TimeOutOfRange as exc:
@@ -195,18 +182,13 @@ def _time(body: dict, name: str, now: datetime) -> datetime | None:
     return moment
 
 
-def _embedding(value: Any, vector_size: int) -> np.ndarray | None:
+def _embedding(value: list[float] | None, vector_size: int) -> np.ndarray | None:
     if value is None:
         return None
-    if not isinstance(value, list) or len(value) != vector_size:
-        got = f"{len(value)} values" if isinstance(value, list) else type(value).__name__
-        raise InvalidInput("embedding", f"must be a list of {vector_size} numbers (VECTOR_SIZE), got {got}")
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in value):
-        raise InvalidInput("embedding", "must contain only numbers")
-    try:
-        vector = np.asarray(value, dtype=np.float64)
-    except OverflowError:
-        raise InvalidInput("embedding", "holds a number beyond the float32 range") from None
+    if len(value) != vector_size:
+        raise InvalidInput("embedding",
+                           f"must be a list of {vector_size} numbers (VECTOR_SIZE), got {len(value)} values")
+    vector = np.asarray(value, dtype=np.float64)
     # Vectors are stored as float32: a value that would become infinity, or round to zero, is refused rather
     # than silently changed.
     with np.errstate(over="ignore", under="ignore"):

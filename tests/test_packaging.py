@@ -34,6 +34,10 @@ def test_the_wheel_holds_the_package_the_command_and_the_pinned_dependencies(whe
         metadata = archive.read(next(n for n in names if n.endswith("METADATA"))).decode()
     assert {"consolidation/cli.py", "consolidation/wsgi.py", "consolidation/gunicorn_conf.py",
             "consolidation/api/__init__.py", "consolidation/tasks/dedup.py"} <= names
+    # The /docs page works offline: the page, its script and the vendored Swagger UI with its licence.
+    assert {f"consolidation/api/static/{name}" for name in (
+        "docs.html", "docs.js", "swagger-ui/swagger-ui-bundle.js", "swagger-ui/swagger-ui.css",
+        "swagger-ui/LICENSE", "swagger-ui/NOTICE")} <= names
     assert not any(name.startswith(("tests/", "bench/")) for name in names)
     # The dashboard works from an installed package: its page and every static file it serves are inside.
     dashboard = ROOT / "consolidation" / "dashboard"

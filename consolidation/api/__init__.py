@@ -11,7 +11,8 @@ from ..dashboard import blueprint as dashboard
 from ..logs import configure_logging
 from ..service import Services, build_services
 from ..settings import Settings, load_settings
-from . import consolidate, errors, health, inspection, memories, metrics
+from . import consolidate, docs, errors, health, inspection, memories, metrics
+from .strict_request import StrictRequest
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None,
@@ -20,13 +21,14 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     settings = settings or load_settings()
     configure_logging(settings)
     services = services or build_services(settings)
-    app = Flask("consolidation")
+    app = Flask("consolidation", static_folder=None)  # no app-wide /static route: /docs serves its own files
+    app.request_class = StrictRequest
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     app.json.sort_keys = False
     app.extensions["consolidation"] = services
     errors.register(app)
     for blueprint in (consolidate.blueprint, inspection.blueprint, memories.blueprint, health.blueprint,
-                      metrics.blueprint, dashboard):
+                      metrics.blueprint, docs.blueprint, dashboard):
         app.register_blueprint(blueprint)
     app.after_request(metrics.count_request)
     _allow_origins(app, settings.cors_origins)

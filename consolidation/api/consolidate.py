@@ -4,36 +4,52 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, url_for
 
-from ..errors import InvalidInput, NotFound
+from ..errors import NotFound
 from ..memory import parse_uuid
-from ..settings import TASK_NAMES
 from .auth import require_admin
-from .context import json_body, only_fields, services
+from .context import services
+from .models import (
+    ConsolidateRequest,
+    ErrorBody,
+    ReconcileReport,
+    ReconcileRequest,
+    RunInProgressBody,
+    RunRecord,
+    RunResult,
+    RunStarted,
+    Status,
+)
+from .openapi import ADMIN, amend, answers, api, uuid_in_path
 
 blueprint = Blueprint("consolidate", __name__)
-ALL_TASKS = ("full", "all")
+ADMIN_ROUTE = {"security": ADMIN, "tags": ["consolidation"]}
+OPTIONAL_BODY = {"requestBody": {"required": False}}
+RUN_ID = uuid_in_path("run_id", "the run's id, as POST /consolidate answered it")
 
 
 @blueprint.post("/consolidate")
 @require_admin
-def consolidate():
-    body = only_fields(json_body(required=False), {"task", "mode", "dry_run", "wait"})
-    # Every field is checked before begin() takes the run lease: a refused request must not hold it.
-    tasks, dry_run, wait = _tasks(body), _flag(body, "dry_run"), _flag(body, "wait")
+@api.validate(resp=answers(HTTP_200=RunResult, HTTP_202=RunStarted, HTTP_409=RunInProgressBody), **ADMIN_ROUTE)
+@amend(OPTIONAL_BODY)
+def consolidate(json: ConsolidateRequest):
+    """Run consolidation: 202 with the run to follow, or with wait the whole result (409 while a run goes on)."""
+    # The body is validated before begin() takes the run lease: a refused request never holds it.
     engine = services().engine
-    run = engine.begin(tasks, dry_run, trigger="api")
-    if wait:
+    run = engine.begin(json.tasks, json.dry_run, trigger="api")
+    if json.wait:
         return jsonify(engine.execute(run)), 200
     engine.execute_in_background(run)
     return jsonify({
-        "run_id": run.id, "state": "running", "tasks": run.tasks, "dry_run": dry_run,
+        "run_id": run.id, "state": "running", "tasks": run.tasks, "dry_run": json.dry_run,
         "status_url": url_for("consolidate.run_status", run_id=run.id),
     }), 202
 
 
 @blueprint.get("/consolidate/status")
 @require_admin
+@api.validate(resp=answers(HTTP_200=Status), **ADMIN_ROUTE)
 def status():
+    """Last runs, next due times, history, the current run and lease, store counts, the scheduler."""
     svc = services()
     scheduler = svc.scheduler
     return jsonify({
@@ -50,7 +66,10 @@ def status():
 
 @blueprint.get("/consolidate/runs/<run_id>")
 @require_admin
+@api.validate(resp=answers(HTTP_200=RunRecord, HTTP_404=ErrorBody), **ADMIN_ROUTE)
+@amend(RUN_ID)
 def run_status(run_id: str):
+    """One run: its state, progress (task, processed / total, elapsed) and result."""
     run = services().engine.get_run(parse_uuid(run_id, "run_id"))
     if run is None:
         raise NotFound(f"no consolidation run {run_id} (runs beyond the newest 100 are not kept)")
@@ -59,26 +78,8 @@ def run_status(run_id: str):
 
 @blueprint.post("/reconcile")
 @require_admin
-def reconcile():
-    body = only_fields(json_body(required=False), {"repair"})
-    return jsonify(services().engine.reconcile(repair=_flag(body, "repair")))
-
-
-def _tasks(body: dict) -> list[str]:
-    """`task` (or AutoMem's `mode`): one task name, or full/all/omitted for all four in order."""
-    if "task" in body and "mode" in body and body["task"] != body["mode"]:
-        raise InvalidInput("mode", "give either task or mode, not both")
-    field = "task" if "task" in body else "mode"
-    name = body.get(field)
-    if name is None or name in ALL_TASKS:
-        return list(TASK_NAMES)
-    if name not in TASK_NAMES:
-        raise InvalidInput(field, f"must be one of {', '.join(TASK_NAMES + ALL_TASKS)}, got {name!r}")
-    return [name]
-
-
-def _flag(body: dict, name: str) -> bool:
-    value = body.get(name, False)
-    if not isinstance(value, bool):
-        raise InvalidInput(name, "must be true or false")
-    return value
+@api.validate(resp=answers(HTTP_200=ReconcileReport, HTTP_409=RunInProgressBody), **ADMIN_ROUTE)
+@amend(OPTIONAL_BODY)
+def reconcile(json: ReconcileRequest):
+    """Nodes without vectors and vectors without nodes; with repair, re-embed or remove them."""
+    return jsonify(services().engine.reconcile(repair=json.repair))

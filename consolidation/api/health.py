@@ -6,12 +6,17 @@ from flask import Blueprint, jsonify
 
 from .auth import is_admin
 from .context import services
+from .models import Health
+from .openapi import PUBLIC, answers, api
 
 blueprint = Blueprint("health", __name__)
 
 
 @blueprint.get("/health")
+@api.validate(resp=answers(HTTP_200=Health, HTTP_503=(Health, "a store is down"), common_errors=False),
+              security=PUBLIC, tags=["operations"])
 def health():
+    """Whether each store answers now (503 naming the one that is down; why, with the admin token only)."""
     svc = services()
     stores = svc.stores.health()
     healthy = all(s["ok"] for s in stores.values())
@@ -25,4 +30,3 @@ def health():
         "scheduler_alive": svc.scheduler.alive,
     }
     return jsonify(body), 200 if healthy else 503
-

@@ -1,31 +1,45 @@
-"""The small ingest API: add a memory, read it, record a use of it, restore a forgotten one."""
+"""The small ingest API: add a memory, read it, record a use of it, import many, restore a forgotten one."""
 
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
 from ..errors import Unauthorized
+from ..memory import ImportedMemoryFields, MemoryFields
 from .auth import is_admin, require_admin, require_token
-from .context import json_body, query_flags, services
+from .context import services
 from .errors import error_response
+from .models import ErrorBody, ImportQuery, ImportRefused, ImportReport, MemoryAnswer, Restored
+from .openapi import ADMIN, TOKEN, amend, answers, api, uuid_in_path
 
 blueprint = Blueprint("memories", __name__)
+TOKEN_ROUTE = {"security": TOKEN, "tags": ["memories"]}
+MEMORY_ID = uuid_in_path("memory_id", "the memory's id")
+# OpenAPI 3.1 has no schema for a stream of JSON lines: the body is described as the array of its lines.
+JSONL_BODY = {"requestBody": {"required": True, "content": {"application/x-ndjson": {"schema": {
+    "type": "array", "items": ImportedMemoryFields.model_json_schema(),
+    "description": "one JSON object per line (lines end at \\n), each a memory as POST /memory takes it, plus "
+                   "relevance_score, archived and archived_at from another store"}}}}}
 
 
 @blueprint.post("/memory")
 @require_token
-def create_memory():
-    return jsonify({"memory": services().memories.create(json_body())}), 201
+@api.validate(json=MemoryFields, resp=answers(HTTP_201=MemoryAnswer, HTTP_409=ErrorBody), **TOKEN_ROUTE)
+def create_memory(json: MemoryFields):
+    """Create a memory (409 if its id is taken, or belongs to a forgotten memory: restore that instead)."""
+    return jsonify({"memory": services().memories.create(json)}), 201
 
 
 @blueprint.post("/memory/import")
 @require_token
-def import_memories():
+@api.validate(query=ImportQuery, resp=answers(HTTP_200=ImportReport, HTTP_400=ImportRefused,
+                                              HTTP_409=ImportRefused), **TOKEN_ROUTE)
+@amend(JSONL_BODY)
+def import_memories(query: ImportQuery):
     """A JSONL body, one memory per line; every line is checked before any is written: all or nothing."""
-    flags = query_flags({"shift_to_now", "overwrite", "dry_run"})
-    if flags["overwrite"] and not is_admin():
+    if query.overwrite and not is_admin():
         raise Unauthorized("overwrite=true replaces stored memories; only the admin token may ask for it")
-    report = services().memories.import_jsonl(request.get_data(), **flags)
+    report = services().memories.import_jsonl(request.get_data(), **query.model_dump())
     body = report.public()
     if report.errors:
         first = report.errors[0]
@@ -39,17 +53,27 @@ def import_memories():
 
 @blueprint.get("/memory/<memory_id>")
 @require_token
+@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), **TOKEN_ROUTE)
+@amend(MEMORY_ID)
 def get_memory(memory_id: str):
+    """Every stored field, relevance_score included, archived memories too."""
     return jsonify({"memory": services().memories.get(memory_id)})
 
 
 @blueprint.post("/memory/<memory_id>/access")
 @require_token
+@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), **TOKEN_ROUTE)
+@amend(MEMORY_ID)
 def record_access(memory_id: str):
+    """Record a use: last_accessed = now, access_count + 1."""
     return jsonify({"memory": services().memories.record_access(memory_id)})
 
 
 @blueprint.post("/memory/<memory_id>/restore")
 @require_admin
+@api.validate(resp=answers(HTTP_200=Restored, HTTP_404=ErrorBody, HTTP_409=ErrorBody), security=ADMIN,
+              tags=["memories"])
+@amend(MEMORY_ID)
 def restore_memory(memory_id: str):
+    """Bring back an archived, deleted (from its tombstone, with its edges) or merged memory."""
     return jsonify(services().memories.restore(memory_id))

@@ -1,0 +1,290 @@
+"""The request and response models of the HTTP API: what each route validates, and what /openapi.json shows."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, ValidationInfo, field_validator
+
+from ..memory import Fraction
+from ..settings import TASK_NAMES
+
+ALL_TASKS = ("full", "all")
+TaskChoice = Literal[TASK_NAMES + ALL_TASKS]
+
+
+class Strict(BaseModel):
+    """A JSON body: unknown fields refused, values of exactly their JSON type (no "true" for true)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# --- requests ------------------------------------------------------------------------------------------------
+
+class ConsolidateRequest(Strict):
+    """POST /consolidate: which tasks to run, whether to write anything, whether to answer when done."""
+
+    task: TaskChoice | None = Field(None, description="one task; full, all or omitted: all five in order")
+    mode: TaskChoice | None = Field(None, description="AutoMem's name for task (give one of the two)")
+    dry_run: bool = Field(False, description="report what would change, write nothing")
+    wait: bool = Field(False, description="answer 200 with the result when done, instead of 202 at once")
+
+    @field_validator("mode")
+    @classmethod
+    def _same_as_task(cls, mode: str | None, info: ValidationInfo) -> str | None:
+        task = info.data.get("task")
+        if mode is not None and task is not None and mode != task:
+            raise ValueError("give either task or mode, not both")
+        return mode
+
+    @property
+    def tasks(self) -> list[str]:
+        name = self.task or self.mode
+        return list(TASK_NAMES) if name is None or name in ALL_TASKS else [name]
+
+
+class ReconcileRequest(Strict):
+    """POST /reconcile: compare the stores, and optionally repair what differs."""
+
+    repair: bool = Field(False, description="re-embed nodes without vectors, remove vectors without nodes")
+
+
+def _flag_word(value: Any) -> Any:
+    """true/false/1/0 in any case; anything else is refused rather than guessed."""
+    if isinstance(value, str):
+        word = value.lower()
+        if word in ("true", "1"):
+            return True
+        if word in ("false", "0"):
+            return False
+        raise ValueError("must be true or false")
+    return value
+
+
+QueryFlag = Annotated[bool, BeforeValidator(_flag_word)]
+
+
+class ImportQuery(BaseModel):
+    """POST /memory/import's query flags (the body is JSONL, one memory per line)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    dry_run: QueryFlag = Field(False, description="check and report only; nothing is written")
+    shift_to_now: QueryFlag = Field(False, description="move every time by one offset so the newest becomes now")
+    overwrite: QueryFlag = Field(False, description="replace stored memories (admin token only; audited)")
+
+
+# --- errors --------------------------------------------------------------------------------------------------
+
+class ErrorBody(BaseModel):
+    """Every error: a code, a sentence, and for bad input the field that is wrong."""
+
+    error: str = Field(description="invalid_input, unauthorized, not_found, conflict, run_in_progress, "
+                                   "body_too_large, store_unavailable, ...")
+    detail: str
+    field: str | None = Field(None, description="the field that is wrong (400 only)")
+
+
+class RunInProgressBody(ErrorBody):
+    run_id: str | None = Field(None, description="the run holding the lease")
+    task: str | None = None
+
+
+class StoreUnavailableBody(ErrorBody):
+    store: Literal["graph", "vectors"]
+
+
+# --- consolidation -------------------------------------------------------------------------------------------
+
+class RunStarted(BaseModel):
+    run_id: str
+    state: Literal["running"]
+    tasks: list[str]
+    dry_run: bool
+    status_url: str = Field(description="GET it to follow the run")
+
+
+class RunResult(BaseModel):
+    """A finished run (POST /consolidate with wait): each task's report under its name."""
+
+    run_id: str
+    trigger: str
+    dry_run: bool
+    tasks: list[str]
+    started_at: str
+    finished_at: str
+    duration_seconds: float
+    success: bool
+    results: dict[str, dict[str, Any]]
+
+
+class Progress(BaseModel):
+    task: str | None = None
+    processed: int | None = None
+    total: int | None = None
+    elapsed_seconds: float | None = None
+
+
+class RunRecord(BaseModel):
+    """A run as recorded in the graph: running, succeeded, failed or abandoned."""
+
+    run_id: str
+    state: Literal["running", "succeeded", "failed", "abandoned"]
+    tasks: list[str]
+    dry_run: bool
+    trigger: str
+    started_at: str
+    finished_at: str | None = None
+    current_task: str | None = None
+    progress: Progress | dict[str, Any] | None = None
+    result: dict[str, dict[str, Any]] | None = None
+    error: str | None = None
+
+
+class HistoryEntry(BaseModel):
+    task: str
+    ran_at: str
+    memories_processed: int
+    duration_seconds: float
+    success: bool
+    run_id: str | None = None
+    trigger: str | None = None
+    error: str | None = None
+
+
+class Lease(BaseModel):
+    holder: str
+    run_id: str
+    task: str | None
+    expires_at: float = Field(description="seconds since the epoch, on FalkorDB's clock")
+
+
+class StoreCounts(BaseModel):
+    graph_memories: int
+    vector_points: int
+    in_sync: bool
+    difference: int
+
+
+class SchedulerState(BaseModel):
+    enabled: bool
+    alive: bool
+    tick_seconds: float
+    last_tick_at: str | None
+    last_error: str | None
+
+
+class Status(BaseModel):
+    """GET /consolidate/status: last successes, next due times, history, the current run and the stores."""
+
+    last_decay: str | None
+    last_dedup: str | None
+    last_creative: str | None
+    last_cluster: str | None
+    last_forget: str | None
+    next_due: dict[str, str | None]
+    history: list[HistoryEntry]
+    current_run: RunRecord | None
+    lease: Lease | None
+    store_counts: StoreCounts
+    scheduler: SchedulerState
+
+
+class ReconcileReport(BaseModel):
+    graph_memories: int
+    vector_points: int
+    nodes_without_vectors: list[str]
+    nodes_without_vectors_total: int
+    vectors_without_nodes: list[str]
+    vectors_without_nodes_total: int
+    interrupted_deletions_completed: int
+    repaired: bool
+
+
+# --- memories ------------------------------------------------------------------------------------------------
+
+class StoredMemory(BaseModel):
+    """A memory as stored: every property of its node (a store shared with AutoMem may hold more)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    content: str
+    type: str | None = None
+    importance: Fraction | None = None
+    confidence: Fraction | None = None
+    relevance_score: float | None = None
+    tags: list[str] | None = None
+    timestamp: str | None = None
+    last_accessed: str | None = None
+    access_count: int | None = None
+    protected: bool | None = None
+    protected_reason: str | None = None
+    archived: bool | None = None
+    archived_at: str | None = None
+    merged_into: str | None = None
+    superseded_by: str | None = None
+
+
+class MemoryAnswer(BaseModel):
+    memory: StoredMemory
+
+
+class Restored(BaseModel):
+    memory_id: str
+    restored_from: Literal["archive", "tombstone", "merge"]
+    edges_restored: int
+    edges_lost: int | None = Field(None, description="edges whose other end is gone (tombstone restores)")
+    canonical_id: str | None = Field(None, description="what it had been merged into (merge restores)")
+
+
+class LineNote(BaseModel):
+    line: int
+    id: str
+    reason: str
+
+
+class LineError(BaseModel):
+    line: int
+    field: str
+    detail: str
+
+
+class ImportReport(BaseModel):
+    """What an import did, or (dry run, refused) would do; the first 20 lines of each kind are listed."""
+
+    lines: int
+    created: int
+    overwritten: int
+    imported: int
+    skipped: int
+    skipped_lines: list[LineNote]
+    conflicts: list[LineNote]
+    conflicts_total: int
+    errors: list[LineError]
+    errors_total: int
+    dry_run: bool
+
+
+class ImportRefusedBody(ImportReport, ErrorBody):
+    """An import with invalid lines (400) or conflicts (409): nothing was written; the report says why."""
+
+
+class ImportRefused(RootModel[ImportRefusedBody | ErrorBody]):
+    """A refused import: with its report when the lines were read, else (bad flags, no token) a plain error."""
+
+    model_config = ConfigDict(title="ImportRefused")
+
+
+# --- health --------------------------------------------------------------------------------------------------
+
+class StoreHealth(BaseModel):
+    ok: bool
+    detail: str | None = Field(None, description="why it is down (admin token only)")
+
+
+class Health(BaseModel):
+    status: Literal["ok", "degraded"]
+    stores: dict[str, StoreHealth]
+    embedded: bool
+    scheduler_alive: bool
