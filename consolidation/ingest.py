@@ -140,7 +140,7 @@ class MemoryService:
     def _parse(self, body: Any, importing: bool) -> NewMemory:
         return parse_memory(body, vector_size=self.settings.vector_size,
                             max_content_chars=self.settings.max_content_chars, now=self.clock(),
-                            importing=importing)
+                            importing=importing, scope_properties=self.settings.consolidation_scope_properties)
 
     def _points(self, memories: list[NewMemory]) -> list[VectorPoint]:
         """Each memory's vector: its own embedding, or the built-in embedder's of its content."""

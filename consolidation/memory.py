@@ -11,6 +11,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import InvalidInput
+from .scopes import check_scope_value
 from .scoring import relevance_scores
 from .timeutil import SECONDS_PER_DAY, TimeOutOfRange, parse_iso, to_iso
 from .validation import checked
@@ -31,7 +32,8 @@ Tag = Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]
 
 class MemoryFields(BaseModel):
     """A memory as POST /memory takes it: the types and bounds of every field (the rules that depend on the
-    settings or the clock are checked by parse_memory)."""
+    settings or the clock are checked by parse_memory). When CONSOLIDATION_SCOPE_PROPERTIES names scope
+    properties (user_id, agent_id, ...), each may also be given as a top-level string."""
 
     # Strict: a value must have its JSON type as sent ("1" is not 1, 1 is not true), as stored values are exact.
     model_config = ConfigDict(extra="forbid", strict=True, title="MemoryInput")
@@ -70,8 +72,9 @@ class NewMemory:
 
 
 def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: datetime,
-                 importing: bool = False) -> NewMemory:
+                 importing: bool = False, scope_properties: tuple[str, ...] = ()) -> NewMemory:
     """Check every field and fill defaults; InvalidInput names the first field that is wrong."""
+    body, scope = _scope_of(body, scope_properties)
     fields = checked(ImportedMemoryFields if importing else MemoryFields, body)
     content = _content(fields.content, max_content_chars)
     timestamp = _time(fields.timestamp, "timestamp", now) or now
@@ -92,6 +95,7 @@ def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: da
         "protected_reason": fields.protected_reason,
         "archived": getattr(fields, "archived", False),
         "archived_at": to_iso(archived_at) if archived_at else None,
+        **scope,
     }
     relevance = getattr(fields, "relevance_score", None)
     properties["relevance_score"] = (
@@ -99,6 +103,16 @@ def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: da
         else initial_relevance(properties, timestamp, last_accessed, now)
     )
     return NewMemory(properties, _embedding(fields.embedding, vector_size))
+
+
+def _scope_of(body: Any, scope_properties: tuple[str, ...]) -> tuple[Any, dict[str, str]]:
+    """The body without its scope properties, and those (each a string; a missing one stays missing)."""
+    if not scope_properties or not isinstance(body, dict):
+        return body, {}
+    scope = {name: body[name] for name in scope_properties if name in body}
+    for name, value in scope.items():
+        check_scope_value(name, value)
+    return {k: v for k, v in body.items() if k not in scope}, scope
 
 
 def initial_relevance(properties: dict[str, Any], created: datetime, accessed: datetime, now: datetime) -> float:

@@ -61,11 +61,11 @@ def test_request_models_are_the_ones_the_routes_validate(client):
     schemas = document["components"]["schemas"]
 
     def body_schema(path):
-        reference = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
-        return schemas[reference.rsplit("/", 1)[1]]
+        schema = document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        return schemas[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
 
     consolidate = body_schema("/consolidate")
-    assert set(consolidate["properties"]) == {"task", "mode", "dry_run", "wait"}
+    assert set(consolidate["properties"]) == {"task", "mode", "dry_run", "wait", "scope"}
     assert consolidate["additionalProperties"] is False
     assert document["paths"]["/consolidate"]["post"]["requestBody"]["required"] is False
     memory = body_schema("/memory")
@@ -88,7 +88,8 @@ def test_security_is_documented_as_the_routes_enforce_it(app, client):
         "apiKey", "header", "X-Admin-Token")
     for path, item in document["paths"].items():
         for method, operation in item.items():
-            concrete = re.sub(r"\{[^}]+\}", "docs.js" if "/assets/" in path else SOME_ID, path)
+            public_file = "docs.js" if "/assets/" in path else "main.js" if "/dashboard/static/" in path else SOME_ID
+            concrete = re.sub(r"\{[^}]+\}", public_file, path)
             status = getattr(client, method)(concrete).status_code  # no token
             if operation["security"]:
                 assert operation["security"] == [{"bearerToken": []}, {"adminToken": []}], (method, path)

@@ -167,3 +167,44 @@ def test_a_scope_cannot_be_named_without_scopes_configured(services):
 
     with pytest.raises(InvalidInput, match="no scopes are configured"):
         services.engine.run(["dedup"], scope={"user_id": "alice"})
+
+
+@pytest.fixture
+def scoped_client(tmp_path, clock):
+    from consolidation.api import create_app
+
+    services = build_services(make_settings(tmp_path, consolidation_scope_properties="user_id,agent_id"),
+                              clock=clock)
+    app = create_app(services.settings, services, start_scheduler=False)
+    yield app.test_client(), services
+    services.close()
+
+
+def test_the_api_takes_returns_and_checks_scope_properties(scoped_client, auth):
+    client, services = scoped_client
+    created = client.post("/memory", json={"content": "Alice prefers tea", "user_id": "alice", "agent_id": "a1"},
+                          headers=auth)
+    assert created.status_code == 201, created.get_json()
+    memory_id = created.get_json()["memory"]["id"]
+    shown = client.get(f"/memory/{memory_id}", headers=auth).get_json()["memory"]
+    assert (shown["user_id"], shown["agent_id"]) == ("alice", "a1")
+    for bad in (5, "", "line\nbreak", ["alice"]):
+        refused = client.post("/memory", json={"content": "x", "user_id": bad}, headers=auth)
+        assert refused.status_code == 400 and refused.get_json()["field"] == "user_id", bad
+    line = b'{"content": "Bob prefers coffee", "user_id": "bob"}\n'
+    imported = client.post("/memory/import", data=line, headers={**auth, "Content-Type": "application/x-ndjson"})
+    assert imported.status_code == 200, imported.get_json()
+    owners = services.stores.graph.falkor.execute("MATCH (m:Memory) RETURN m.user_id", read_only=True)
+    assert sorted(row[0] for row in owners) == ["alice", "bob"]
+
+
+def test_consolidate_runs_one_scope_named_in_the_body(scoped_client, auth):
+    client, _ = scoped_client
+    scope = {"user_id": "alice", "agent_id": "a1"}
+    done = client.post("/consolidate", json={"task": "dedup", "wait": True, "scope": scope}, headers=auth)
+    assert done.status_code == 200 and done.get_json()["scope"] == scope
+    record = client.get(f"/consolidate/runs/{done.get_json()['run_id']}", headers=auth).get_json()
+    assert record["scope"] == scope
+    refused = client.post("/consolidate", json={"task": "dedup", "scope": {"user_id": "alice"}}, headers=auth)
+    assert refused.status_code == 400 and refused.get_json()["field"] == "scope"
+    assert client.get("/consolidate/status", headers=auth).get_json()["lease"] is None

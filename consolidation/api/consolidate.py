@@ -35,12 +35,13 @@ def consolidate(json: ConsolidateRequest):
     """Run consolidation: 202 with the run to follow, or with wait the whole result (409 while a run goes on)."""
     # The body is validated before begin() takes the run lease: a refused request never holds it.
     engine = services().engine
-    run = engine.begin(json.tasks, json.dry_run, trigger="api")
+    run = engine.begin(json.tasks, json.dry_run, trigger="api", scope=json.scope)
     if json.wait:
         return jsonify(engine.execute(run)), 200
     engine.execute_in_background(run)
     return jsonify({
         "run_id": run.id, "state": "running", "tasks": run.tasks, "dry_run": json.dry_run,
+        **({"scope": run.scope} if run.scope else {}),
         "status_url": url_for("consolidate.run_status", run_id=run.id),
     }), 202
 

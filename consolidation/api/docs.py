@@ -9,19 +9,15 @@ from pathlib import Path
 
 from flask import Blueprint, Response, current_app, jsonify, send_from_directory, url_for
 
-from .openapi import PUBLIC, amend, openapi_document
+from .openapi import amend, openapi_document, public_operation
 
 blueprint = Blueprint("docs", __name__)
 STATIC = Path(__file__).resolve().parent / "static"
 PAGE = (STATIC / "docs.html").read_text(encoding="utf-8")
-ERROR = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
 
 
 def _public(description: str, media_type: str, schema: dict, **errors: str) -> dict:
-    """A public documentation route's operation: one answer of `media_type`, and JSON errors."""
-    responses = {"200": {"description": description, "content": {media_type: {"schema": schema}}}}
-    responses.update({status: {"description": text, "content": ERROR} for status, text in errors.items()})
-    return {"security": PUBLIC, "tags": ["documentation"], "responses": responses}
+    return public_operation("documentation", description, media_type, schema, **errors)
 
 
 @blueprint.get("/openapi.json")

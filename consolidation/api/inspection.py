@@ -1,21 +1,21 @@
 """Admin-only, paged read routes over what consolidation did: run history, the relevance histogram, clusters,
 merges, supersessions and the memories a restore can bring back. The dashboard reads these, as any client may.
 
-Each route's query and response are pydantic models kept next to it, for the OpenAPI description."""
+Each route's query and response are pydantic models kept next to it, declared with api.validate (OpenAPI)."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
-from flask import Blueprint, jsonify, request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from flask import Blueprint, jsonify
+from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import InvalidInput
 from ..stores.inspection import PREVIEW_CHARS
 from ..timeutil import epoch_or_nan
 from .auth import require_admin
 from .context import services
+from .openapi import ADMIN, answers, api
 
 blueprint = Blueprint("inspection", __name__)
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
@@ -166,10 +166,14 @@ class RestorablePage(PageInfo):
 
 # --- routes --------------------------------------------------------------------------------------------------
 
+READ_ROUTE = {"security": ADMIN, "tags": ["inspection"]}
+
+
 @blueprint.get("/consolidate/runs")
 @require_admin
-def run_history():
-    query = _query(PageQuery)
+@api.validate(query=PageQuery, resp=answers(HTTP_200=RunPage), **READ_ROUTE)
+def run_history(query: PageQuery):
+    """The run history, newest first (a run recorded as running that nobody holds the lease for: abandoned)."""
     svc = _ready_services()
     page = svc.inspection.runs(query.limit, query.offset)
     lease = svc.engine.control.current_lease()
@@ -180,8 +184,10 @@ def run_history():
 
 @blueprint.get("/memories/relevance-histogram")
 @require_admin
-def relevance_histogram():
-    bins = _query(HistogramQuery).bins
+@api.validate(query=HistogramQuery, resp=answers(HTTP_200=RelevanceHistogram), **READ_ROUTE)
+def relevance_histogram(query: HistogramQuery):
+    """Stored relevance of the active memories in equal buckets of 0..1."""
+    bins = query.bins
     counts, unscored = _ready_services().inspection.relevance_counts(bins)
     buckets = [RelevanceBucket(low=round(i / bins, 6), high=round((i + 1) / bins, 6), count=count)
                for i, count in enumerate(counts)]
@@ -190,64 +196,41 @@ def relevance_histogram():
 
 @blueprint.get("/clusters")
 @require_admin
-def clusters():
-    query = _query(PageQuery)
+@api.validate(query=PageQuery, resp=answers(HTTP_200=ClusterPage), **READ_ROUTE)
+def clusters(query: PageQuery):
+    """The active clusters (MetaPatterns): summary and size."""
     page = _ready_services().inspection.clusters(query.limit, query.offset)
     return _reply(ClusterPage(items=page.items, total=page.total, **query.model_dump()))
 
 
 @blueprint.get("/hygiene/merges")
 @require_admin
-def merges():
-    query = _query(PageQuery)
+@api.validate(query=PageQuery, resp=answers(HTTP_200=MergePage), **READ_ROUTE)
+def merges(query: PageQuery):
+    """Every merge dedup made, with its reason and state (restored ones too)."""
     page = _ready_services().inspection.merges(query.limit, query.offset)
     return _reply(MergePage(items=page.items, total=page.total, **query.model_dump()))
 
 
 @blueprint.get("/hygiene/supersessions")
 @require_admin
-def supersessions():
-    query = _query(PageQuery)
+@api.validate(query=PageQuery, resp=answers(HTTP_200=SupersessionPage), **READ_ROUTE)
+def supersessions(query: PageQuery):
+    """Every SUPERSEDES edge: the newer memory, the older one it changes, confidence and reason."""
     page = _ready_services().inspection.supersessions(query.limit, query.offset)
     return _reply(SupersessionPage(items=page.items, total=page.total, **query.model_dump()))
 
 
 @blueprint.get("/memories/restorable")
 @require_admin
-def restorable():
-    query = _query(RestorableQuery)
+@api.validate(query=RestorableQuery, resp=answers(HTTP_200=RestorablePage), **READ_ROUTE)
+def restorable(query: RestorableQuery):
+    """Archived, merged or deleted memories that POST /memory/<id>/restore can bring back."""
     page = _ready_services().inspection.restorable(query.kind, query.limit, query.offset)
     return _reply(RestorablePage(items=page.items, total=page.total, **query.model_dump()))
 
 
-# Each route's query and response model, for the OpenAPI description (tests check every route is listed).
-ROUTE_MODELS: dict[str, tuple[type[BaseModel], type[BaseModel]]] = {
-    "/consolidate/runs": (PageQuery, RunPage),
-    "/memories/relevance-histogram": (HistogramQuery, RelevanceHistogram),
-    "/clusters": (PageQuery, ClusterPage),
-    "/hygiene/merges": (PageQuery, MergePage),
-    "/hygiene/supersessions": (PageQuery, SupersessionPage),
-    "/memories/restorable": (RestorableQuery, RestorablePage),
-}
-
-
 # --- helpers -------------------------------------------------------------------------------------------------
-
-Query = TypeVar("Query", bound=BaseModel)
-
-
-def _query(model: type[Query]) -> Query:
-    """The query string read into `model`; an unknown parameter or a bad value is a 400 naming it."""
-    try:
-        return model.model_validate(request.args.to_dict())
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        field = str(error["loc"][0]) if error["loc"] else "query"
-        if error["type"] == "extra_forbidden":
-            accepted = ", ".join(model.model_fields)
-            raise InvalidInput(field, f"is not a query parameter here (accepted: {accepted})") from None
-        raise InvalidInput(field, error["msg"].lower()) from None
-
 
 def _ready_services():
     svc = services()

@@ -22,12 +22,20 @@ JSONL_BODY = {"requestBody": {"required": True, "content": {"application/x-ndjso
                    "relevance_score, archived and archived_at from another store"}}}}}
 
 
+# The body is checked against MemoryFields by the memory service itself, which also takes the scope properties
+# the settings name (top-level strings no static model can list).
+MEMORY_BODY = {"requestBody": {"required": True, "content": {"application/json": {
+    "schema": MemoryFields.model_json_schema()}}}}
+
+
 @blueprint.post("/memory")
 @require_token
-@api.validate(json=MemoryFields, resp=answers(HTTP_201=MemoryAnswer, HTTP_409=ErrorBody), **TOKEN_ROUTE)
-def create_memory(json: MemoryFields):
+@api.validate(resp=answers(HTTP_201=MemoryAnswer, HTTP_409=ErrorBody), **TOKEN_ROUTE)
+@amend(MEMORY_BODY)
+def create_memory():
     """Create a memory (409 if its id is taken, or belongs to a forgotten memory: restore that instead)."""
-    return jsonify({"memory": services().memories.create(json)}), 201
+    body = request.get_json()
+    return jsonify({"memory": services().memories.create({} if body is None else body)}), 201
 
 
 @blueprint.post("/memory/import")

@@ -28,6 +28,9 @@ class ConsolidateRequest(Strict):
     mode: TaskChoice | None = Field(None, description="AutoMem's name for task (give one of the two)")
     dry_run: bool = Field(False, description="report what would change, write nothing")
     wait: bool = Field(False, description="answer 200 with the result when done, instead of 202 at once")
+    scope: dict[str, str] | None = Field(
+        None, description="run one scope alone: a value for each of CONSOLIDATION_SCOPE_PROPERTIES, e.g. "
+                          '{"user_id": "u-17"}; the schedule (last_<task>) is left to whole-graph runs')
 
     @field_validator("mode")
     @classmethod
@@ -101,6 +104,7 @@ class RunStarted(BaseModel):
     state: Literal["running"]
     tasks: list[str]
     dry_run: bool
+    scope: dict[str, str] | None = None
     status_url: str = Field(description="GET it to follow the run")
 
 
@@ -115,6 +119,7 @@ class RunResult(BaseModel):
     finished_at: str
     duration_seconds: float
     success: bool
+    scope: dict[str, str] | None = Field(None, description="the one scope the run was limited to")
     results: dict[str, dict[str, Any]]
 
 
@@ -139,6 +144,7 @@ class RunRecord(BaseModel):
     progress: Progress | dict[str, Any] | None = None
     result: dict[str, dict[str, Any]] | None = None
     error: str | None = None
+    scope: dict[str, str] | None = None
 
 
 class HistoryEntry(BaseModel):

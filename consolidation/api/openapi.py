@@ -93,6 +93,15 @@ def amend(fragment: dict[str, Any]) -> Callable:
     return decorate
 
 
+def public_operation(tag: str, description: str, media_type: str, schema: dict, **errors: str) -> dict[str, Any]:
+    """An amendment documenting a public route that is not JSON in, JSON out (a page, a file): its one answer
+    of `media_type`, and its errors (status -> description) in our JSON shape."""
+    error = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+    responses = {"200": {"description": description, "content": {media_type: {"schema": schema}}}}
+    responses.update({status: {"description": text, "content": error} for status, text in errors.items()})
+    return {"security": PUBLIC, "tags": [tag], "responses": responses}
+
+
 def uuid_in_path(name: str, description: str) -> dict[str, Any]:
     """An amendment for a path parameter holding a UUID (the route refuses anything else with a 400)."""
     return {"parameters": [{"name": name, "in": "path", "required": True, "description": description,

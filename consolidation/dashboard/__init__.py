@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, make_response, render_template
+from pathlib import Path
 
-blueprint = Blueprint("dashboard", __name__, url_prefix="/dashboard", template_folder="templates",
-                      static_folder="static")
+from flask import Blueprint, make_response, render_template, send_from_directory
+
+from ..api.openapi import amend, public_operation
+
+blueprint = Blueprint("dashboard", __name__, url_prefix="/dashboard", template_folder="templates")
+STATIC = Path(__file__).resolve().parent / "static"
 
 # Only this origin's own files run or load: no CDN, no inline script, and no page may frame the dashboard.
 CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -13,6 +17,8 @@ CONTENT_SECURITY_POLICY = ("default-src 'none'; script-src 'self'; style-src 'se
 
 
 @blueprint.get("", strict_slashes=False)
+@amend(public_operation("dashboard", "the admin dashboard page (it asks for the admin token)", "text/html",
+                        {"type": "string"}))
 def page():
     """The page itself holds no data and needs no token: it asks for the admin token and keeps it in memory."""
     response = make_response(render_template("dashboard/index.html"))
@@ -21,3 +27,13 @@ def page():
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+@blueprint.get("/static/<path:filename>", endpoint="static")
+@amend({**public_operation("dashboard", "a file of the page (script, style, vendored Chart.js, licence)", "*/*",
+                           {"type": "string"}, **{"404": "no such file"}),
+        "parameters": [{"name": "filename", "in": "path", "required": True, "schema": {"type": "string"},
+                        "description": "main.js, dashboard.css, vendor/chart.umd.min.js, ..."}]})
+def static_file(filename: str):
+    """The page's scripts and styles, served from the package (it works offline)."""
+    return send_from_directory(STATIC, filename, max_age=3600)
