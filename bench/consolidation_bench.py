@@ -38,6 +38,7 @@ from consolidation.timeutil import parse_iso, utc_now  # noqa: E402
 
 TOKEN = "benchmark-admin-token-0123456789"
 RECALL_SAMPLE = 2000
+SCOPES = 1000  # users the scoped full run splits the store into
 TARGETS = {  # DESIGN section 7 and issue 10, seconds at 10k / 100k (None: no target at that size)
     "decay": (1.0, 5.0), "dedup": (None, 5.0), "creative": (0.1, 0.1), "cluster": (2.0, 15.0),
     "forget dry run": (1.0, 5.0), "full run": (None, 12.0),
@@ -91,9 +92,29 @@ def measure(n: int, data_dir: Path, exact_recall: bool) -> dict:
     settings = bench_settings(data_dir)
     services = build_services(settings)
     try:
-        return {"n": n, "reference_loop_seconds": reference_loop(), **time_tasks(services),
-                **full_run(services, settings),
-                "recall": recall(services, settings, exact_recall)}
+        measured = {"n": n, "reference_loop_seconds": reference_loop(), **time_tasks(services),
+                    **full_run(services, settings), "recall": recall(services, settings, exact_recall)}
+    finally:
+        services.close()
+    return {**measured, **scoped_full_run(data_dir, n)}
+
+
+def scoped_full_run(data_dir: Path, n: int) -> dict:
+    """The same store split into SCOPES users (user_id), then a full run with scopes on: the cost of never
+    comparing across scopes, against the unscoped full run just before (both in the steady state)."""
+    settings = bench_settings(data_dir).model_copy(update={"consolidation_scope_properties": ("user_id",)})
+    services = build_services(settings)
+    try:
+        falkor = services.stores.graph.falkor
+        top = falkor.execute("MATCH (m:Memory) RETURN max(id(m))", read_only=True)[0][0] or 0
+        for first in range(0, int(top) + 1, 10000):
+            falkor.execute("MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after "
+                           "SET m.user_id = 'user-' + toString(id(m) % $scopes)",
+                           {"first": first, "after": first + 10000, "scopes": min(SCOPES, n)})
+        result = services.engine.run(list(TASK_NAMES), trigger="benchmark")
+        assert result["success"], result
+        progress(f"full run in {min(SCOPES, n)} scopes: {result['duration_seconds']:.2f} s")
+        return {"scoped_full_run_seconds": result["duration_seconds"], "scopes": min(SCOPES, n)}
     finally:
         services.close()
 
@@ -173,7 +194,7 @@ def full_run(services, settings) -> dict:
 
 def recall(services, settings, exact_recall: bool) -> dict:
     """Edges of the similarity graph the clustering used, against an exact computation."""
-    candidates = services.stores.graph.cluster_candidates(0.3)
+    candidates, _ = services.stores.graph.cluster_candidates(0.3)
     _, matrix = services.stores.vectors.vectors(candidates)
     unit = normalized(matrix)
     n = unit.shape[0]
@@ -286,6 +307,10 @@ def render(results: list[dict], arguments: str) -> str:
                      + (_target(target) if target and "rerun" not in label else "") + " |")
     lines.append("| full run (all five, real) | " + " | ".join(f"{r['full_run_seconds']:.2f} s" for r in results)
                  + f" | {_growth(sizes, [r['full_run_seconds'] for r in results])} | {_target(TARGETS['full run'])} |")
+    lines.append("| full run in 1,000 scopes (user_id), real | "
+                 + " | ".join(f"{r['scoped_full_run_seconds']:.2f} s ({r['scoped_full_run_seconds'] / "
+                              f"r['full_run_seconds']:.2f}×)" for r in results)
+                 + " | | <= 1.2× the unscoped full run |")
     rows = [
         ("memories clustered (relevance > 0.3)", [f"{r['recall']['vectors']:,}" for r in results], ""),
         ("similarity-graph edge recall", [_recall(r["recall"]) for r in results], ">= 0.98 at 100k"),
@@ -340,7 +365,8 @@ sent every 20 ms. Forget runs with archive / delete thresholds of 0.1 / 0.02 so 
 "rerun" is the same task again right away: the steady state (decay rewrites only scores that moved more than
 `CONSOLIDATION_SCORE_EPSILON`; dedup finds nothing left to merge; clustering finds every cluster unchanged).
 The full run comes after the individual runs, so it is that steady state too; its neighbour graph is computed
-once, by dedup, and reused by clustering.
+once, by dedup, and reused by clustering. Last, every memory gets a `user_id` (node id modulo 1,000) and a
+full run goes with `CONSOLIDATION_SCOPE_PROPERTIES=user_id`: the cost of searching each scope on its own.
 
 {table}
 

@@ -199,8 +199,7 @@ def relevance_histogram(query: HistogramQuery):
 @api.validate(query=PageQuery, resp=answers(HTTP_200=ClusterPage), **READ_ROUTE)
 def clusters(query: PageQuery):
     """The active clusters (MetaPatterns): summary and size."""
-    page = _ready_services().inspection.clusters(query.limit, query.offset)
-    return _reply(ClusterPage(items=page.items, total=page.total, **query.model_dump()))
+    return _paged(ClusterPage, _ready_services().inspection.clusters(query.limit, query.offset), query)
 
 
 @blueprint.get("/hygiene/merges")
@@ -208,8 +207,7 @@ def clusters(query: PageQuery):
 @api.validate(query=PageQuery, resp=answers(HTTP_200=MergePage), **READ_ROUTE)
 def merges(query: PageQuery):
     """Every merge dedup made, with its reason and state (restored ones too)."""
-    page = _ready_services().inspection.merges(query.limit, query.offset)
-    return _reply(MergePage(items=page.items, total=page.total, **query.model_dump()))
+    return _paged(MergePage, _ready_services().inspection.merges(query.limit, query.offset), query)
 
 
 @blueprint.get("/hygiene/supersessions")
@@ -217,8 +215,7 @@ def merges(query: PageQuery):
 @api.validate(query=PageQuery, resp=answers(HTTP_200=SupersessionPage), **READ_ROUTE)
 def supersessions(query: PageQuery):
     """Every SUPERSEDES edge: the newer memory, the older one it changes, confidence and reason."""
-    page = _ready_services().inspection.supersessions(query.limit, query.offset)
-    return _reply(SupersessionPage(items=page.items, total=page.total, **query.model_dump()))
+    return _paged(SupersessionPage, _ready_services().inspection.supersessions(query.limit, query.offset), query)
 
 
 @blueprint.get("/memories/restorable")
@@ -226,8 +223,7 @@ def supersessions(query: PageQuery):
 @api.validate(query=RestorableQuery, resp=answers(HTTP_200=RestorablePage), **READ_ROUTE)
 def restorable(query: RestorableQuery):
     """Archived, merged or deleted memories that POST /memory/<id>/restore can bring back."""
-    page = _ready_services().inspection.restorable(query.kind, query.limit, query.offset)
-    return _reply(RestorablePage(items=page.items, total=page.total, **query.model_dump()))
+    return _paged(RestorablePage, _ready_services().inspection.restorable(query.kind, query.limit, query.offset), query)
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
@@ -236,6 +232,11 @@ def _ready_services():
     svc = services()
     svc.stores.ensure_ready()
     return svc
+
+
+def _paged(model: type[PageInfo], page, query: BaseModel):
+    """One page of a list, answered with the paging the caller asked for."""
+    return _reply(model(items=page.items, total=page.total, **query.model_dump()))
 
 
 def _reply(model: BaseModel):
