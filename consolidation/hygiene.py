@@ -278,6 +278,13 @@ def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tup
         for statement in statements:
             for term in statement & wanted:
                 by_term[term].add(index)
+    # Who announces a change of which value of which subject: rival changes are looked up here, not among
+    # every memory naming the subject (in a large store that is most of them).
+    announcing: dict[tuple[frozenset[str], frozenset[str]], set[int]] = defaultdict(set)
+    for index in announcers:
+        for fact, _ in candidates[index].variants:
+            if fact.change is not None:
+                announcing[fact.change.subject, fact.change.old].add(index)
     supersessions: dict[tuple[str, str], Supersession] = {}
     contradictions: dict[tuple[str, str], Contradiction] = {}
     for index in announcers:
@@ -286,7 +293,7 @@ def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tup
             found_s, found_c = [], []
             for older, extra, reason in _changed_statements(index, change, candidates, by_term, related):
                 _order(announcer, candidates[older], extra, reason, found_s, found_c)
-            for older in _rival_changes(index, change, candidates, by_term, related):
+            for older in _rival_changes(index, change, candidates, announcing, related):
                 _order(announcer, candidates[older], 0, "a later change of the same value", found_s, found_c)
             for found in found_s:
                 supersessions.setdefault((found.newer, found.older), found)
@@ -382,13 +389,13 @@ def match_change(change: Change, statement: frozenset[str], text: str = "") -> f
     return extra if len(extra) <= MAX_EXTRA_WORDS else None
 
 
-def _rival_changes(index: int, change: Change, candidates: Sequence[Candidate], by_term, related) -> list[int]:
+def _rival_changes(index: int, change: Change, candidates: Sequence[Candidate], announcing, related) -> list[int]:
     """Older changes of the same value of the same subject to something else ("to Thursday", then "to
     Friday"); each pair is judged once, from its newer side."""
     announcer = candidates[index]
     if not change.old or not change.new or not change.subject:
         return []
-    pool = _all_of(by_term, change.subject) - {index}
+    pool = announcing[change.subject, change.old] - {index}
     rivals = []
     for other in pool:
         theirs = [fact.change for fact, _ in candidates[other].variants]
