@@ -228,9 +228,9 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
             continue
         classified = cache.get(word)
         if classified is None:
-            classified = cache[word] = tuple(_classify(word, "", "")) if len(cache) < CACHE_WORDS else ()
-            if not classified and len(cache) >= CACHE_WORDS:
-                classified = tuple(_classify(word, "", ""))
+            classified = tuple(_classify(word, "", ""))
+            if len(cache) < CACHE_WORDS:  # a full cache stops growing; what it misses is classified each time
+                cache[word] = classified
         if classified and classified[0][0] == "num" and tokens and tokens[-1][0] == "num":
             adjacent_numbers = True
         tokens.extend(classified)

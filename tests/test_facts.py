@@ -130,3 +130,20 @@ def test_merged_fields_sum_uses_and_keep_the_highest_values():
     assert merged == {"access_count": 4, "importance": 0.8, "confidence": 0.9, "tags": ["a", "b"],
                       "last_accessed": "2026-05-03T00:00:00+00:00"}  # uses capped at most_uses
     assert math.isclose(merged_fields(canonical, [], 100)["importance"], 0.4)
+
+
+def test_a_full_word_cache_reads_every_text_as_an_empty_one_would(monkeypatch):
+    """Found at 1M memories: once the word cache was full, a word it had missed read as nothing the second
+    time, so "Note 123 ..." and "Note 124 ..." could share a key (and a restatement could lose its source's)."""
+    import consolidation.facts as facts
+
+    texts = ["Note 123 about billing. Detail 417 recorded for later.",
+             "Note 124 about billing. Detail 417 recorded for later."]
+    expected = [facts._tokens(text) for text in texts]  # with room in the cache
+    monkeypatch.setattr(facts, "_CLASSIFIED", {})
+    monkeypatch.setattr(facts, "CACHE_WORDS", 2)
+    for _ in range(2):  # the second pass meets the words the full cache did not keep
+        assert [facts._tokens(text) for text in texts] == expected
+    assert len(facts._CLASSIFIED) == 2
+    read_fact.cache_clear()
+    assert read_fact(texts[0]).key != read_fact(texts[1]).key
