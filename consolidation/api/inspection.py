@@ -15,6 +15,7 @@ from ..stores.inspection import PREVIEW_CHARS
 from ..timeutil import epoch_or_nan
 from .auth import require_admin
 from .context import services
+from .models import Progress
 from .openapi import ADMIN, answers, api
 
 blueprint = Blueprint("inspection", __name__)
@@ -60,13 +61,6 @@ class TaskOutcome(BaseModel):
     error: str | None = None
 
 
-class RunProgress(BaseModel):
-    task: str | None = None
-    processed: int | None = None
-    total: int | None = None
-    elapsed_seconds: float | None = None
-
-
 class RunSummary(BaseModel):
     """One run as the history lists it: its tasks' outcomes and times, without their full reports (those are
     at GET /consolidate/runs/<run_id>)."""
@@ -80,7 +74,7 @@ class RunSummary(BaseModel):
     finished_at: str | None
     duration_seconds: float | None = Field(description="from start to finish; null while running")
     outcomes: dict[str, TaskOutcome] = Field(description="by task name, for the tasks that ran")
-    progress: RunProgress | None
+    progress: Progress | None
     error: str | None = None
 
 
@@ -223,7 +217,8 @@ def supersessions(query: PageQuery):
 @api.validate(query=RestorableQuery, resp=answers(HTTP_200=RestorablePage), **READ_ROUTE)
 def restorable(query: RestorableQuery):
     """Archived, merged or deleted memories that POST /memory/<id>/restore can bring back."""
-    return _paged(RestorablePage, _ready_services().inspection.restorable(query.kind, query.limit, query.offset), query)
+    page = _ready_services().inspection.restorable(query.kind, query.limit, query.offset)
+    return _paged(RestorablePage, page, query)
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
@@ -255,7 +250,7 @@ def _run_summary(run: dict[str, Any], live_run_id: str | None) -> RunSummary:
         run_id=run["id"], state=state, tasks=run.get("tasks") or [], dry_run=bool(run.get("dry_run")),
         trigger=run.get("trigger"), started_at=run.get("started_at"), finished_at=run.get("finished_at"),
         duration_seconds=_seconds_between(run.get("started_at"), run.get("finished_at")), outcomes=outcomes,
-        progress=RunProgress(**run["progress"]) if run.get("progress") else None, error=run.get("error"),
+        progress=Progress(**run["progress"]) if run.get("progress") else None, error=run.get("error"),
     )
 
 
