@@ -40,10 +40,6 @@ class Scoping:
     def params(self) -> dict[str, str]:
         return {f"scope_{name}": value for name, value in (self.only or {}).items()}
 
-    @property
-    def enabled(self) -> bool:
-        return bool(self.properties)
-
     def key_expression(self, node: str = "m") -> str:
         """A Cypher expression giving the node's scope as one string; equal strings mean the same scope.
 
