@@ -16,11 +16,12 @@ from .errors import ServiceError
 from .importing import ImportProgress, throughput
 from .logs import configure_logging
 from .remote import RemoteService
-from .service import build_services
+from .service import GraphServices, Services, build_services
 from .settings import TASK_NAMES, Settings, SettingsError, load_settings
 from .terminal import ImportBars, RunBars, RunState, on_terminal
 
 URL_HELP = "Talk to a running service at this URL instead of opening the stores in this process."
+GRAPH_HELP = "The graph to work on (one FALKORDB_GRAPHS serves); default: FALKORDB_GRAPH."
 
 
 @click.group()
@@ -45,8 +46,9 @@ def serve() -> None:
 @click.option("--overwrite", is_flag=True,
               help="Replace stored memories that have a line's id (recorded in the audit log).")
 @click.option("--dry-run", is_flag=True, help="Check every line and say what would happen; write nothing.")
+@click.option("--graph", help=GRAPH_HELP)
 def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: bool, overwrite: bool,
-                    dry_run: bool) -> None:
+                    dry_run: bool, graph: str | None) -> None:
     """Import memories from a JSONL file: one JSON object per line (content, type, importance, ..., embedding).
 
     Every line is checked before anything is written, and the file is written whole or not at all. An import
@@ -61,9 +63,9 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
     flags = {"shift_to_now": shift_to_now, "overwrite": overwrite, "dry_run": dry_run}
     with ImportBars(on_terminal()) as bars:
         if url:
-            report = _remote_import(url, settings, data, if_empty, flags, bars)
+            report = _remote_import(_remote(url, settings, graph), data, if_empty, flags, bars)
         else:
-            report = _local_import(settings, data, if_empty, flags, bars)
+            report = _local_import(settings, graph, data, if_empty, flags, bars)
     if report is None:
         click.echo(f"the store already holds memories; {path} not imported (--if-empty)", err=True)
         click.echo(json.dumps({"file": str(path), "imported": 0, "not_imported": "the store already holds memories"},
@@ -76,7 +78,8 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 @click.option("--task", type=click.Choice([*TASK_NAMES, "full"]), default="full", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Compute and report, write nothing.")
 @click.option("--url", help=URL_HELP)
-def consolidate(task: str, dry_run: bool, url: str | None) -> None:
+@click.option("--graph", help=GRAPH_HELP)
+def consolidate(task: str, dry_run: bool, url: str | None, graph: str | None) -> None:
     """Run consolidation once and print the result as JSON (exit status 1 if a task failed).
 
     On a terminal, a bar per task on stderr follows the run (with --url, as often as the status is polled).
@@ -84,7 +87,7 @@ def consolidate(task: str, dry_run: bool, url: str | None) -> None:
     settings = _settings()
     tasks = list(TASK_NAMES) if task == "full" else [task]
     if url:
-        remote = _remote(url, settings)
+        remote = _remote(url, settings, graph)
         try:
             with RunBars(on_terminal(), tasks) as bars:
                 run = remote.consolidate(None if task == "full" else tasks, dry_run, bars.show)
@@ -98,9 +101,10 @@ def consolidate(task: str, dry_run: bool, url: str | None) -> None:
     configure_logging(settings)
     services = _open(settings)
     try:
-        begun = services.engine.begin(tasks, dry_run=dry_run, trigger="cli")
+        engine = _graph(services, graph, create=False).engine
+        begun = engine.begin(tasks, dry_run=dry_run, trigger="cli")
         with RunBars(on_terminal(), tasks, lambda: _state_of(begun)):
-            result = services.engine.execute(begun)
+            result = engine.execute(begun)
     finally:
         services.close()
     click.echo(json.dumps(result, indent=2))
@@ -121,19 +125,27 @@ def _open(settings: Settings):
         raise click.ClickException(f"{exc.detail} (is the service running? then use --url)") from None
 
 
-def _remote(url: str, settings: Settings) -> RemoteService:
-    return RemoteService(url, settings.admin_api_token.get_secret_value())
+def _graph(services: Services, name: str | None, create: bool) -> GraphServices:
+    try:
+        return services.graphs.get(name, create=create)
+    except ServiceError as exc:
+        raise click.ClickException(exc.detail.replace("the X-Graph header", "--graph")) from None
 
 
-def _local_import(settings: Settings, data: bytes, if_empty: bool, flags: dict[str, bool],
+def _remote(url: str, settings: Settings, graph: str | None) -> RemoteService:
+    return RemoteService(url, settings.admin_api_token.get_secret_value(), graph)
+
+
+def _local_import(settings: Settings, graph: str | None, data: bytes, if_empty: bool, flags: dict[str, bool],
                   progress: ImportProgress) -> dict[str, Any] | None:
     services = _open(settings)
     try:
-        services.stores.ensure_ready()
-        if if_empty and services.stores.graph.count_memories():
+        target = _graph(services, graph, create=True)
+        target.stores.ensure_ready()
+        if if_empty and target.stores.graph.count_memories():
             return None
         started = time.monotonic()
-        report = services.memories.import_jsonl(data, **flags, progress=progress).public()
+        report = target.memories.import_jsonl(data, **flags, progress=progress).public()
         return {**report, **throughput(report["lines"], time.monotonic() - started)}
     except ServiceError as exc:
         raise click.ClickException(exc.detail) from None
@@ -141,9 +153,8 @@ def _local_import(settings: Settings, data: bytes, if_empty: bool, flags: dict[s
         services.close()
 
 
-def _remote_import(url: str, settings: Settings, data: bytes, if_empty: bool, flags: dict[str, bool],
+def _remote_import(remote: RemoteService, data: bytes, if_empty: bool, flags: dict[str, bool],
                    progress: ImportProgress) -> dict[str, Any] | None:
-    remote = _remote(url, settings)
     try:
         if if_empty and remote.memory_count():
             return None

@@ -50,9 +50,10 @@ class Run:
     results: dict[str, Any] = field(default_factory=dict)
     lease_lost: bool = False
     scope: dict[str, str] | None = None  # a run of one scope; None: every memory
+    graph: str | None = None
 
     def record(self) -> dict[str, Any]:
-        return {"id": self.id, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
+        return {"id": self.id, "graph": self.graph, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
                 "trigger": self.trigger, "started_at": to_iso(self.started_at),
                 **({"scope": self.scope} if self.scope else {})}
 
@@ -67,6 +68,7 @@ class ConsolidationEngine:
         self.clock = clock
         self.summarizer = summarizer
         falkor = stores.graph.falkor
+        self.graph_name = falkor.graph_name
         self.control = ControlStore(falkor)
         self.runs = RunStore(falkor)
         self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), HygieneStore(falkor, stores.graph.scoping),
@@ -169,6 +171,7 @@ class ConsolidationEngine:
         now = self.clock()
         current = self.runs.get(lease.run_id) if lease else None
         return {
+            "graph": self.graph_name,
             **{f"last_{task}": control.get(f"last_{task}") for task in TASK_NAMES},
             "next_due": self._next_due(control, now),
             "history": control["history"],
@@ -177,6 +180,13 @@ class ConsolidationEngine:
                       "expires_at": lease.expires_at} if lease else None,
             "store_counts": self._counts(),
         }
+
+    def schedule(self) -> dict[str, Any]:
+        """This graph's line in the overview of every graph: last successes, next due times, the run going on."""
+        control, lease = self.control.state_and_lease()
+        return {"graph": self.graph_name, "last": {task: control.get(f"last_{task}") for task in TASK_NAMES},
+                "next_due": self._next_due(control, self.clock()),
+                "current_run": {"run_id": lease.run_id, "task": lease.task, "holder": lease.holder} if lease else None}
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         """A run's record; one still marked running without the lease was left by a process that died."""
@@ -210,7 +220,7 @@ class ConsolidationEngine:
     def _leased_run(self, tasks: Sequence[str], dry_run: bool, trigger: str) -> Run:
         self.stores.ensure_ready()
         self.flush_unrecorded()  # may release a lease an outage kept us from releasing
-        run = Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, self.clock())
+        run = Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, self.clock(), graph=self.graph_name)
         ttl = self.settings.consolidation_lease_seconds
         first = run.tasks[0] if run.tasks else None
         if self.control.acquire_lease(self.holder, run.id, first, ttl) is None:
@@ -259,8 +269,8 @@ class ConsolidationEngine:
             report = {"success": False, "error": f"{type(exc).__name__}: {exc}"}
         report["seconds"] = round(time.monotonic() - started, 3)
         metrics.record_task(task, report, run.dry_run)
-        log.info("consolidation %s done processed=%s seconds=%.3f success=%s dry_run=%s run=%s", task,
-                 report.get("memories_processed", 0), report["seconds"], report["success"], run.dry_run, run.id)
+        log.info("consolidation %s done graph=%s processed=%s seconds=%.3f success=%s dry_run=%s run=%s", task,
+                 run.graph, report.get("memories_processed", 0), report["seconds"], report["success"], run.dry_run, run.id)
         if not run.dry_run and not run.scope:  # the schedule is the whole graph's: one scope's run leaves it
             self._record(run, task, ctx.now, report)
         return report
@@ -286,7 +296,7 @@ class ConsolidationEngine:
             self.control.release_lease(run.id)  # after the record: a finished run never looks abandoned
 
         self._write_or_defer("end of run", close_record)
-        return {"run_id": run.id, "trigger": run.trigger, "dry_run": run.dry_run, "tasks": run.tasks,
+        return {"run_id": run.id, "graph": run.graph, "trigger": run.trigger, "dry_run": run.dry_run, "tasks": run.tasks,
                 **({"scope": run.scope} if run.scope else {}),
                 "started_at": to_iso(run.started_at), "finished_at": to_iso(finished),
                 "duration_seconds": round((finished - run.started_at).total_seconds(), 3),

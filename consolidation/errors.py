@@ -68,3 +68,25 @@ class StoreMismatch(ServiceError):
     """An existing store holds data this service cannot use as configured (e.g. another vector size)."""
 
     error = "store_mismatch"
+
+
+GRAPH_HEADER = "X-Graph"
+
+
+class GraphRequired(InvalidInput):
+    """The service serves several graphs and none is the default: the request must name one."""
+
+    def __init__(self):
+        super().__init__(GRAPH_HEADER, "this service consolidates several graphs and none is the default: "
+                                       f"name one in the {GRAPH_HEADER} header")
+
+
+class UnknownGraph(ServiceError):
+    """The request names a graph this service does not serve (or, under a prefix, one that does not exist)."""
+
+    status = 404
+    error = "unknown_graph"
+
+    def __init__(self, name: str):
+        shown = name if len(name) <= 80 else name[:80] + "..."
+        super().__init__(f"{GRAPH_HEADER}: this service has no graph {shown!r}", field=GRAPH_HEADER)

@@ -73,45 +73,48 @@ def record_request(method: str, route: str, status: int) -> None:
 
 
 class StoreCollector:
-    """Cluster-wide facts read from the stores at each scrape: last successes, the lease, store health."""
+    """Cluster-wide facts read from the stores at each scrape, per graph: last successes, the lease, counts."""
 
     def __init__(self, services):
         self.services = services
 
     def collect(self) -> Iterator[Metric]:
-        stores, engine = self.services.stores, self.services.engine
         up = GaugeMetricFamily("consolidation_store_up", "1 if the store answers", labels=["store"])
         last = GaugeMetricFamily("consolidation_last_success_timestamp_seconds",
-                                 "When each task last succeeded (epoch seconds)", labels=["task"])
-        lease = GaugeMetricFamily("consolidation_lease_info", "The run lease's holder, run and task (1 while held)",
-                                  labels=["holder", "run_id", "task"])
-        held = GaugeMetricFamily("consolidation_lease_held", "1 while some process holds the run lease")
-        counts = GaugeMetricFamily("consolidation_store_memories", "Memories in each store", labels=["store"])
-        health = stores.health()
+                                 "When each task last succeeded on each graph (epoch seconds)", labels=["graph", "task"])
+        lease = GaugeMetricFamily("consolidation_lease_info",
+                                  "Each graph's run lease: holder, run and task (1 while held)",
+                                  labels=["graph", "holder", "run_id", "task"])
+        held = GaugeMetricFamily("consolidation_lease_held", "1 while some process holds the graph's run lease",
+                                 labels=["graph"])
+        counts = GaugeMetricFamily("consolidation_store_memories", "Memories in each store of each graph",
+                                   labels=["graph", "store"])
+        health = self.services.health()
         for store, state in health.items():
             up.add_metric([store], float(state["ok"]))
-        if health["graph"]["ok"]:
-            self._graph_facts(engine, last, lease, held, counts)
-        if health["vectors"]["ok"]:
-            counts.add_metric(["vectors"], _safely(stores.vectors.count, 0))
+        for graph in self.services.graphs.opened():
+            if health["graph"]["ok"]:
+                self._graph_facts(graph.name, graph.engine, last, lease, held, counts)
+            if health.get("vectors", {}).get("ok"):
+                counts.add_metric([graph.name, "vectors"], _safely(graph.stores.vectors.count, 0))
         alive = GaugeMetricFamily("consolidation_scheduler_alive", "1 if this process's scheduler thread runs")
         alive.add_metric([], float(self.services.scheduler.alive))
         yield from (up, last, lease, held, counts, alive)
 
-    def _graph_facts(self, engine, last, lease, held, counts) -> None:
+    def _graph_facts(self, name, engine, last, lease, held, counts) -> None:
         try:
             state, current = engine.control.state_and_lease()
-            counts.add_metric(["graph"], engine.stores.graph.count_memories())
+            counts.add_metric([name, "graph"], engine.stores.graph.count_memories())
         except Exception:  # the store went away between the ping and now; the scrape still answers
-            log.warning("metrics could not read the graph store")
+            log.warning("metrics could not read the graph store graph=%s", name)
             return
         for task in TASK_NAMES:
             when = epoch_or_nan(state.get(f"last_{task}"))
             if not math.isnan(when):  # NaN: the task has never succeeded
-                last.add_metric([task], when)
-        held.add_metric([], 1.0 if current else 0.0)
+                last.add_metric([name, task], when)
+        held.add_metric([name], 1.0 if current else 0.0)
         if current:
-            lease.add_metric([current.holder, current.run_id, current.task or ""], 1.0)
+            lease.add_metric([name, current.holder, current.run_id, current.task or ""], 1.0)
 
 
 def exposition(services, multiprocess_dir: Path | None) -> bytes:

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from .errors import ServiceError
+from .errors import GRAPH_HEADER, ServiceError
 from .importing import CHECKED, WRITTEN, ImportProgress, no_progress
 
 CHUNK_LINES = 2000
@@ -22,9 +22,10 @@ class RemoteError(ServiceError):
 
 
 class RemoteService:
-    def __init__(self, url: str, token: str, timeout: float = 300):
-        self.client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout,
-                                   headers={"Authorization": f"Bearer {token}"})
+    def __init__(self, url: str, token: str, graph: str | None = None, timeout: float = 300):
+        # Every request names the graph, when one is given: the status URL a run answers with is the graph's too.
+        headers = {"Authorization": f"Bearer {token}", **({GRAPH_HEADER: graph} if graph else {})}
+        self.client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout, headers=headers)
 
     def close(self) -> None:
         self.client.close()

@@ -1,14 +1,20 @@
-"""The background scheduler thread: every tick, catch up on what an outage interrupted, then run what is due."""
+"""The background scheduler thread: every tick, for each graph, catch up on what an outage interrupted, then run
+what is due."""
 
 from __future__ import annotations
 
 import logging
+import random
 import threading
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .engine import ConsolidationEngine
 from .errors import StoreUnavailable
+from .timeutil import utc_now
+
+if TYPE_CHECKING:
+    from .service import GraphRegistry, GraphServices
 
 log = logging.getLogger(__name__)
 
@@ -16,9 +22,10 @@ log = logging.getLogger(__name__)
 class ConsolidationScheduler:
     """A daemon thread that waits on an Event between ticks, so stop() ends it at once; run_once is the tick."""
 
-    def __init__(self, engine: ConsolidationEngine, tick_seconds: float):
-        self.engine = engine
+    def __init__(self, graphs: GraphRegistry, tick_seconds: float, clock: Callable[[], datetime] = utc_now):
+        self.graphs = graphs
         self.tick_seconds = tick_seconds
+        self.clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_tick_at: datetime | None = None
@@ -44,24 +51,51 @@ class ConsolidationScheduler:
     def alive(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
 
-    def run_once(self, now: datetime | None = None) -> dict[str, Any] | None:
-        """One tick; a store that is down or still loading is waited for, never recorded as a run."""
-        self.last_tick_at = now or self.engine.clock()
+    def run_once(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        """One tick over every graph; the runs it made. Replicas sharing the graphs take them in their own
+        random order, so while one runs a graph (holding its lease) the others go on to other due graphs."""
+        self.last_tick_at = now or self.clock()
+        errors: list[str] = []
         try:
-            self.engine.stores.ensure_ready()
-            self.engine.flush_unrecorded()
-            self.engine.complete_interrupted()
-            result = self.engine.run_due(now)
-            self.last_error = None
-            return result
+            names = self.graphs.refresh()
         except StoreUnavailable as exc:
-            self.last_error = exc.detail
-            self.engine.stores.mark_stale()
-            log.warning("consolidation tick skipped: store unavailable store=%s detail=%s", exc.store, exc.detail)
+            names = [graph.name for graph in self.graphs.opened()]
+            errors.append(f"graph list: {exc.detail}")
+        names = random.sample(names, len(names))
+        results = []
+        for name in names:
+            if self._stop.is_set():
+                break
+            result = self._tick_graph(name, now, errors)
+            if result is not None:
+                results.append(result)
+        self.last_error = "; ".join(errors) or None
+        return results
+
+    def _tick_graph(self, name: str, now: datetime | None, errors: list[str]) -> dict[str, Any] | None:
+        """One graph's part of a tick; a store that is down or still loading is waited for, never recorded."""
+        graph: GraphServices | None = None
+        try:
+            graph = self.graphs.get(name)
+            engine = graph.engine
+            engine.stores.ensure_ready()
+            engine.flush_unrecorded()
+            engine.complete_interrupted()
+            return engine.run_due(now)
+        except StoreUnavailable as exc:
+            errors.append(self._named(name, exc.detail))
+            if graph is not None:
+                graph.stores.mark_stale()
+            log.warning("consolidation tick skipped: store unavailable graph=%s store=%s detail=%s", name,
+                        exc.store, exc.detail)
         except Exception as exc:  # the thread must survive anything a tick throws
-            self.last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("consolidation tick failed")
+            errors.append(self._named(name, f"{type(exc).__name__}: {exc}"))
+            log.exception("consolidation tick failed graph=%s", name)
         return None
+
+    def _named(self, name: str, detail: str) -> str:
+        # One graph (the usual deployment): the error as it always read; several: which graph it concerns.
+        return detail if len(self.graphs.names()) <= 1 else f"{name}: {detail}"
 
     def _loop(self) -> None:
         # No run at start-up: the first look at the schedule is one tick after the thread starts.

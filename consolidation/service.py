@@ -1,18 +1,22 @@
-"""Composition: builds the stores, engine, memory service and scheduler of one process from the settings."""
+"""Composition: builds each graph's stores, engine and memory service, and the process's scheduler, from the settings."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from .embedding import Embedder, HashingEmbedder
 from .engine import ConsolidationEngine
+from .errors import GraphRequired, StoreMismatch, UnknownGraph
+from .graphs import GraphSelection
 from .ingest import MemoryService
 from .scheduler import ConsolidationScheduler
 from .settings import Settings
-from .stores import Stores, open_stores
+from .stores import Stores, open_stores, store_health
+from .stores.falkor import Falkor
 from .stores.inspection import InspectionStore
 from .summaries import HeuristicSummarizer, LLMSummarizer, Summarizer
 from .timeutil import utc_now
@@ -21,29 +25,164 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Services:
-    settings: Settings
+class GraphServices:
+    """Everything that works on one graph: its stores (graph + collection), engine, memories and admin reads."""
+
+    name: str
     stores: Stores
     engine: ConsolidationEngine
     memories: MemoryService
-    scheduler: ConsolidationScheduler
     inspection: InspectionStore
 
     def close(self) -> None:
-        """Stop the scheduler, let background runs finish, then release the stores; safe to call twice."""
-        self.scheduler.stop()
         self.engine.wait_for_background(timeout=60)
         self.stores.close()
 
 
+class GraphRegistry:
+    """The graphs this process serves, each opened on first use and kept; one FalkorDB connection for all.
+
+    Named graphs are always served. With a prefix (`tenant_*`), the graphs the server holds under it are
+    discovered (`refresh`), and a request may address a new one: a write creates it, a read of a graph that
+    does not exist yet is a 404 rather than an empty graph made by a typo.
+    """
+
+    def __init__(self, settings: Settings, build: Callable[[str, Callable[[], Falkor]], GraphServices]):
+        self.selection: GraphSelection = settings.graph_selection
+        self._settings = settings
+        self._build = build
+        self._graphs: dict[str, GraphServices] = {}
+        self._known: list[str] = list(self.selection.names)
+        self._connection: Falkor | None = None
+        self._lock = threading.RLock()
+
+    def get(self, name: str | None, create: bool = True) -> GraphServices:
+        """The services of graph `name` (None: the default graph), opened if needed."""
+        if name is None:
+            if self.selection.default is None:
+                raise GraphRequired()
+            name = self.selection.default
+        if not self.selection.serves(name):
+            raise UnknownGraph(name)
+        with self._lock:
+            if name in self._graphs:
+                return self._graphs[name]
+            if not create and name not in self.selection.names and name not in self.refresh():
+                raise UnknownGraph(name)
+            return self._open(name)
+
+    def refresh(self) -> list[str]:
+        """The graphs to serve now: the named ones and those the server holds under a prefix."""
+        if not self.selection.fixed:
+            existing = self.connection().graph_names()
+            with self._lock:
+                self._known = self.selection.served([*existing, *self._graphs])
+        return self.names()
+
+    def names(self) -> list[str]:
+        with self._lock:
+            return sorted({*self._known, *self._graphs})
+
+    def opened(self) -> list[GraphServices]:
+        with self._lock:
+            return [self._graphs[name] for name in sorted(self._graphs)]
+
+    def all(self) -> list[GraphServices]:
+        """Every served graph's services (opening those not opened yet)."""
+        return [self.get(name) for name in self.names()]
+
+    def connection(self) -> Falkor:
+        with self._lock:
+            if self._connection is None:
+                self._connection = Falkor.connect(self._settings)
+            return self._connection
+
+    def close(self) -> None:
+        with self._lock:
+            graphs, self._graphs = list(self._graphs.values()), {}
+            connection, self._connection = self._connection, None
+        for graph in graphs:
+            graph.close()
+        if connection is not None:
+            connection.close()
+
+    def _open(self, name: str) -> GraphServices:
+        collection = self.selection.collection(name)
+        taken = {self.selection.collection(other): other for other in self._graphs}
+        if collection in taken:
+            raise StoreMismatch(f"graphs {taken[collection]!r} and {name!r} would share the Qdrant collection "
+                                f"{collection!r}: name another in QDRANT_COLLECTIONS")
+        graph = self._build(name, self.connection)
+        self._graphs[name] = graph
+        if name not in self._known:
+            self._known = sorted({*self._known, name})
+        log.info("graph opened graph=%s collection=%s", name, collection)
+        return graph
+
+
+@dataclass
+class Services:
+    """A process's services: the graphs it serves and the scheduler that consolidates them."""
+
+    settings: Settings
+    graphs: GraphRegistry
+    scheduler: ConsolidationScheduler
+
+    # The default graph's parts: what a one-graph deployment (and most tests) work with.
+    @property
+    def default(self) -> GraphServices:
+        return self.graphs.get(None)
+
+    @property
+    def stores(self) -> Stores:
+        return self.default.stores
+
+    @property
+    def engine(self) -> ConsolidationEngine:
+        return self.default.engine
+
+    @property
+    def memories(self) -> MemoryService:
+        return self.default.memories
+
+    @property
+    def inspection(self) -> InspectionStore:
+        return self.default.inspection
+
+    def health(self) -> dict[str, dict]:
+        """Whether the stores answer now: through the default graph (or any opened one), else the connection."""
+        opened = {graph.name: graph for graph in self.graphs.opened()}
+        chosen = opened.get(self.graphs.selection.default) or next(iter(opened.values()), None)
+        if chosen is not None:
+            return chosen.stores.health()
+        return store_health({"graph": lambda: self.graphs.connection().ping()})
+
+    def close(self) -> None:
+        """Stop the scheduler, let background runs finish, then release the stores; safe to call twice."""
+        self.scheduler.stop()
+        self.graphs.close()
+
+
 def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
                    embedder: Embedder | None = None) -> Services:
-    stores = open_stores(settings)
     embedder = embedder or HashingEmbedder(settings.vector_size)
-    engine = ConsolidationEngine(settings, stores, embedder, summarizer_for(settings), clock)
-    memories = MemoryService(settings, stores, embedder, engine.lifecycle, clock)
-    scheduler = ConsolidationScheduler(engine, settings.consolidation_tick_seconds)
-    return Services(settings, stores, engine, memories, scheduler, InspectionStore(stores.graph.falkor))
+    summarizer = summarizer_for(settings)
+
+    def build(name: str, connect: Callable[[], Falkor]) -> GraphServices:
+        stores = open_stores(settings, name, connect)
+        engine = ConsolidationEngine(settings, stores, embedder, summarizer, clock)
+        memories = MemoryService(settings, stores, embedder, engine.lifecycle, clock)
+        return GraphServices(name, stores, engine, memories, InspectionStore(stores.graph.falkor))
+
+    graphs = GraphRegistry(settings, build)
+    try:
+        for name in settings.graph_selection.names:  # named graphs open at start: a bad store shows at once
+            graphs.get(name)
+    except Exception:
+        graphs.close()
+        raise
+    scheduler = ConsolidationScheduler(graphs, settings.consolidation_tick_seconds, clock)
+    return Services(settings, graphs, scheduler)
 
 
 def summarizer_for(settings: Settings) -> Summarizer:

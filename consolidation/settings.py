@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from .graphs import GraphSelection, parse_collections
+
 TASK_NAMES = ("decay", "dedup", "creative", "cluster", "forget")
 CREATIVE_KINDS = ("explains", "shares_theme", "parallel_context")
 TOKEN_FILE = "admin_token"
@@ -39,12 +41,19 @@ class Settings(BaseModel):
     falkordb_host: str | None = Field(None, description="a host name; empty for the embedded FalkorDB")
     falkordb_port: int = Field(6379, ge=1, le=65535, description="a TCP port 1..65535")
     falkordb_password: SecretStr | None = Field(None, description="a password or empty")
-    falkordb_graph: str = Field("memories", min_length=1, description="a graph name")
+    falkordb_graph: str = Field("memories", min_length=1, description="a graph name (the one a request naming "
+                                                                     "no graph addresses)")
+    falkordb_graphs: tuple[str, ...] = Field(
+        (), description="a comma-separated list of graph names and name prefixes ending in * (like tenant_*): "
+                        "the graphs this service consolidates; empty for FALKORDB_GRAPH alone")
 
     # Vector store (Qdrant). No URL means the embedded Qdrant Edge shard under data_dir.
     qdrant_url: str | None = Field(None, description="an http(s) URL; empty for the embedded Qdrant")
     qdrant_api_key: SecretStr | None = Field(None, description="an API key or empty")
-    qdrant_collection: str = Field("memories", min_length=1, description="a collection name")
+    qdrant_collection: str = Field("memories", min_length=1, description="the collection of FALKORDB_GRAPH")
+    qdrant_collections: dict[str, str] = Field(
+        default_factory=dict, description="comma-separated graph=collection pairs; a graph not named here has "
+                                          "the collection of its own name")
     vector_size: int = Field(384, ge=2, le=65536, description="an integer 2..65536")
     data_dir: Path = Field(Path("./data"), description="a directory path")
 
@@ -145,12 +154,23 @@ class Settings(BaseModel):
         return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("consolidation_protected_types", "consolidation_creative_kinds", "cors_origins",
-                     "consolidation_scope_properties", mode="before")
+                     "consolidation_scope_properties", "falkordb_graphs", mode="before")
     @classmethod
     def _split_list(cls, value):
         if isinstance(value, str):
             return tuple(part.strip() for part in value.split(",") if part.strip())
         return value
+
+    @field_validator("falkordb_graphs")
+    @classmethod
+    def _graph_entries(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        GraphSelection.parse(value, "memories", "memories", {})  # raises naming a bad entry
+        return value
+
+    @field_validator("qdrant_collections", mode="before")
+    @classmethod
+    def _collection_pairs(cls, value):
+        return parse_collections(value) if isinstance(value, str | Mapping) else value
 
     @field_validator("consolidation_creative_kinds")
     @classmethod
@@ -202,6 +222,21 @@ class Settings(BaseModel):
                 "the embedded stores belong to one process; use WEB_THREADS for concurrency"
             )
         return self
+
+    @model_validator(mode="after")
+    def _one_collection_per_graph(self) -> Settings:
+        selection = self.graph_selection
+        collections = [selection.collection(name) for name in selection.names]
+        if len(set(collections)) != len(collections):
+            raise ValueError("two of the graphs would share a Qdrant collection: give each its own in "
+                             "QDRANT_COLLECTIONS (graph=collection)")
+        return self
+
+    @property
+    def graph_selection(self) -> GraphSelection:
+        """The graphs this service consolidates and the collection of each."""
+        return GraphSelection.parse(self.falkordb_graphs, self.falkordb_graph, self.qdrant_collection,
+                                    self.qdrant_collections)
 
     @property
     def uses_embedded_store(self) -> bool:

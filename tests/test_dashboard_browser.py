@@ -277,3 +277,39 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     target = request.config.getoption("--dashboard-screenshot")
     page.screenshot(path=str(Path(target) if target else tmp_path / "dashboard.png"), full_page=True)
     page.close()
+
+
+def test_with_several_graphs_the_dashboard_offers_each_and_shows_the_chosen_one(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    settings = make_settings(tmp_path / "data", falkordb_graphs="team_a,team_b")  # neither is the default
+    services = build_services(settings)
+    server = LoopbackServer(create_app(settings, services=services, start_scheduler=False)).start()
+    try:
+        for n in range(3):
+            answer = requests.post(f"{server.url}/memory", json={"content": f"team b note {n}"},
+                                   headers={**AUTH, "X-Graph": "team_b"}, timeout=30)
+            assert answer.status_code == 201, answer.text
+        page = browser.new_page()
+        page.set_default_timeout(15000)
+        page.goto(f"{server.url}/dashboard")
+        page.fill("#token", TOKEN)
+        page.click("#sign-in-form button[type=submit]")
+        page.wait_for_selector("body[data-loaded]")
+        assert page.is_visible("#graph-picker")
+        assert page.eval_on_selector_all("#graph option", "options => options.map(o => o.value)") == [
+            "team_a", "team_b"]
+        assert page.input_value("#graph") == "team_a"  # no default graph: the first one is shown
+        in_graph = page.locator("#drift-counts dd").first
+        expect(in_graph).to_have_text("0")  # team_a holds no memories
+        page.select_option("#graph", "team_b")
+        expect(in_graph).to_have_text("3")
+        # Everything the page asks from now on names team_b.
+        with page.expect_request(lambda r: r.url.endswith("/consolidate/status")) as asked:
+            page.click("#refresh")
+            page.wait_for_timeout(2500)  # the next status poll
+        assert asked.value.headers.get("x-graph") == "team_b"
+        page.close()
+    finally:
+        server.stop()
+        services.close()

@@ -202,7 +202,7 @@ def test_a_restore_undoes_a_merge_exactly_and_sticks(services, client, auth, clo
     assert client.get(f"/memory/{duplicate}", headers=auth).json["memory"]["merged_into"] is None
     # The next scheduled dedup does not merge that pair again.
     clock.advance(days=1)
-    assert "dedup" in services.scheduler.run_once()["tasks"]
+    assert "dedup" in services.scheduler.run_once()[0]["tasks"]
     assert not stored(services, duplicate)["archived"]
 
 
@@ -216,11 +216,11 @@ def test_a_restored_memory_is_not_forgotten_again_by_the_next_scheduled_forget(t
     try:
         old = add_memory(services, timestamp=days_ago(400), last_accessed=days_ago(400), importance=0.1,
                          relevance_score=0.01)
-        assert "forget" in services.scheduler.run_once()["tasks"]
+        assert "forget" in services.scheduler.run_once()[0]["tasks"]
         assert stored(services, old) is None
         services.memories.restore(old)
         clock.advance(days=1, minutes=1)
-        assert "forget" in services.scheduler.run_once()["tasks"]
+        assert "forget" in services.scheduler.run_once()[0]["tasks"]
         memory = stored(services, old)
         assert memory is not None and memory["last_accessed"] == memory["restored_at"]
     finally:

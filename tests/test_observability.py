@@ -42,11 +42,11 @@ def test_metrics_counters_move_with_real_and_dry_runs(services, client, auth):
     assert moved(memories("decay", "processed")) == 3  # the dry run counts as a run, not as memories handled
     assert moved(("consolidation_task_duration_seconds_count", (("task", "decay"),))) == 2
     last_decay = parse_iso(services.engine.control.state()["last_decay"]).timestamp()
-    assert after[("consolidation_last_success_timestamp_seconds", (("task", "decay"),))] == last_decay
-    assert ("consolidation_last_success_timestamp_seconds", (("task", "cluster"),)) not in after  # never ran
-    assert after[("consolidation_lease_held", ())] == 0
+    assert after[("consolidation_last_success_timestamp_seconds", (("graph", "memories"), ("task", "decay")))] == last_decay
+    assert ("consolidation_last_success_timestamp_seconds", (("graph", "memories"), ("task", "cluster"))) not in after  # never ran
+    assert after[("consolidation_lease_held", (("graph", "memories"),))] == 0
     assert after[("consolidation_store_up", (("store", "graph"),))] == 1
-    assert after[("consolidation_store_memories", (("store", "vectors"),))] == 3
+    assert after[("consolidation_store_memories", (("graph", "memories"), ("store", "vectors")))] == 3
     post = ("consolidation_http_requests_total", (("method", "POST"), ("route", "/consolidate"), ("status", "200")))
     assert moved(post) == 2
 

@@ -119,10 +119,57 @@ def test_each_due_task_runs_once_per_interval_across_three_processes(fleet, falk
     assert {state for _, state in states} == {"succeeded"}
 
 
-def seed_memories(falkordb: FalkorServer, count: int) -> None:
+def test_three_replicas_split_six_graphs_and_run_each_graphs_due_tasks_once_per_interval(fleet, falkordb):
+    graphs = [f"tenant_{i}" for i in range(6)]
+    for graph in graphs:
+        seed_memories(falkordb, 30000, graph)  # a decay of each graph takes a noticeable time
+    intervals = {"decay": 8, "dedup": 12}
+    urls = fleet.start(3, FALKORDB_GRAPHS="tenant_*", CONSOLIDATION_TICK_SECONDS=0.2, CONSOLIDATION_HISTORY_LIMIT=500,
+                       **{f"CONSOLIDATION_{task.upper()}_INTERVAL_SECONDS": intervals.get(task, 0)
+                          for task in ("decay", "dedup", "creative", "cluster", "forget")})
+    time.sleep(20)
+    views = [status(url) for url in urls]
+    fleet.stop()
+
+    for view in views:  # every replica serves every graph and sees each one's schedule
+        assert [entry["graph"] for entry in view["graphs"]] == graphs and view["scheduler"]["last_error"] is None
+    holders, spans = {}, []
+    for graph in graphs:
+        runs = graph_runs(falkordb, graph)
+        history = json.loads(falkordb.client().execute_command(
+            "GRAPH.QUERY", graph, "MATCH (c:ConsolidationControl) RETURN c.history")[1][0][0])
+        for task, interval in intervals.items():
+            times = sorted(ran_at(entry) for entry in history if entry["task"] == task)
+            gaps = [later - earlier for earlier, later in zip(times, times[1:])]
+            assert len(times) >= 20 // (interval + 2), (graph, task, times)
+            assert min(gaps, default=interval) >= interval - 0.01, (graph, task, gaps)  # never twice an interval
+        assert {run["state"] for run in runs} == {"succeeded"} and all(run["graph"] == graph for run in runs)
+        for run in runs:
+            holders.setdefault(run["holder"].rsplit(":", 1)[0], []).append(graph)
+        first = min(runs, key=lambda run: run["started_at"])
+        spans.append((first["started_at"], first["finished_at"]))
+    # The work was spread: every replica ran graphs, and the first round over six graphs took much less
+    # than the six runs back to back would have.
+    assert len(holders) == 3, holders
+    started = min(datetime.fromisoformat(s).timestamp() for s, _ in spans)
+    finished = max(datetime.fromisoformat(f).timestamp() for _, f in spans)
+    one_after_another = sum(datetime.fromisoformat(f).timestamp() - datetime.fromisoformat(s).timestamp()
+                            for s, f in spans)
+    print(f"six graphs: {finished - started:.2f} s over three replicas, {one_after_another:.2f} s back to back")
+    assert finished - started < 0.8 * one_after_another
+
+
+def graph_runs(falkordb: FalkorServer, graph: str) -> list[dict]:
+    fields = ("id", "graph", "state", "holder", "started_at", "finished_at")
+    rows = falkordb.client().execute_command(
+        "GRAPH.QUERY", graph, "MATCH (r:ConsolidationRun) RETURN " + ", ".join(f"r.{f}" for f in fields))[1]
+    return [dict(zip(fields, row)) for row in rows]
+
+
+def seed_memories(falkordb: FalkorServer, count: int, graph: str = "memories") -> None:
     """Old memories written straight into the graph: enough that decaying them takes a noticeable time."""
     ids = [str(uuid.uuid4()) for _ in range(count)]
-    Graph(falkordb.client(), "memories").query(
+    Graph(falkordb.client(), graph).query(
         "UNWIND $ids AS id CREATE (:Memory {id: id, content: 'seeded', type: 'Context', importance: 0.5, "
         "confidence: 0.8, timestamp: '2026-01-01T00:00:00+00:00', relevance_score: 1.0})",
         {"ids": ids},

@@ -16,23 +16,23 @@ def ran(services):
 
 def test_first_tick_runs_every_enabled_task_once(services):
     add_memory(services)
-    result = services.scheduler.run_once()
+    [result] = services.scheduler.run_once()
     assert result["tasks"] == ["decay", "dedup", "creative", "cluster"]  # forget's interval is 0: disabled
     assert ran(services) == ["cluster", "creative", "dedup", "decay"]  # history is newest first
-    assert services.scheduler.run_once() is None
+    assert services.scheduler.run_once() == []
     assert len(ran(services)) == 4
 
 
 def test_each_task_comes_back_after_its_own_interval(services, clock):
     services.scheduler.run_once()
     clock.advance(hours=23, minutes=59)
-    assert services.scheduler.run_once() is None
+    assert services.scheduler.run_once() == []
     clock.advance(minutes=1)
-    assert services.scheduler.run_once()["tasks"] == ["decay", "dedup"]
+    assert services.scheduler.run_once()[0]["tasks"] == ["decay", "dedup"]
     clock.advance(days=6)
-    assert services.scheduler.run_once()["tasks"] == ["decay", "dedup", "creative"]
+    assert services.scheduler.run_once()[0]["tasks"] == ["decay", "dedup", "creative"]
     clock.advance(days=30)
-    assert services.scheduler.run_once()["tasks"] == ["decay", "dedup", "creative", "cluster"]
+    assert services.scheduler.run_once()[0]["tasks"] == ["decay", "dedup", "creative", "cluster"]
     assert "forget" not in ran(services)
 
 
@@ -41,21 +41,21 @@ def test_a_failing_task_is_recorded_and_retried_with_backoff(services, clock, mo
         raise RuntimeError("disk on fire")
 
     monkeypatch.setitem(TASKS, "decay", broken)
-    result = services.scheduler.run_once()
+    [result] = services.scheduler.run_once()
     assert result["results"]["decay"]["success"] is False
     assert result["results"]["creative"]["success"] is True  # one failure does not stop the others
     failure = services.engine.control.state()["history"][-1]
     assert failure["task"] == "decay" and failure["success"] is False and "disk on fire" in failure["error"]
     assert services.engine.control.state().get("last_decay") is None
     clock.advance(seconds=0.5)
-    assert services.scheduler.run_once() is None  # backoff: tick (1 s) after the first failure
+    assert services.scheduler.run_once() == []  # backoff: tick (1 s) after the first failure
     clock.advance(seconds=0.5)
-    assert services.scheduler.run_once()["tasks"] == ["decay"]  # still failing: now waits 2 s
+    assert services.scheduler.run_once()[0]["tasks"] == ["decay"]  # still failing: now waits 2 s
     clock.advance(seconds=1.5)
-    assert services.scheduler.run_once() is None
+    assert services.scheduler.run_once() == []
     monkeypatch.undo()
     clock.advance(seconds=0.5)
-    assert services.scheduler.run_once()["results"]["decay"]["success"] is True
+    assert services.scheduler.run_once()[0]["results"]["decay"]["success"] is True
     assert services.engine.control.state()["last_decay"] == clock().isoformat()
 
 
@@ -64,11 +64,11 @@ def test_an_unavailable_store_is_waited_for_not_recorded(services, monkeypatch):
         raise StoreUnavailable("graph", "FalkorDB is loading its data; try again shortly")
 
     monkeypatch.setattr(services.stores, "ensure_ready", loading)
-    assert services.scheduler.run_once() is None
+    assert services.scheduler.run_once() == []
     assert "loading" in services.scheduler.last_error
     monkeypatch.undo()
     assert ran(services) == []
-    assert services.scheduler.run_once() is not None
+    assert services.scheduler.run_once() != []
 
 
 def test_a_restart_neither_reruns_nor_skips(tmp_path, clock):
@@ -81,9 +81,9 @@ def test_a_restart_neither_reruns_nor_skips(tmp_path, clock):
     second = build_services(settings, clock=clock)
     try:
         assert second.engine.status()["last_decay"] == last_decay
-        assert second.scheduler.run_once() is None
+        assert second.scheduler.run_once() == []
         clock.advance(days=1)
-        assert second.scheduler.run_once()["tasks"] == ["decay", "dedup"]
+        assert second.scheduler.run_once()[0]["tasks"] == ["decay", "dedup"]
     finally:
         second.close()
 
@@ -111,7 +111,7 @@ def test_an_interval_of_zero_disables_a_task(tmp_path, clock, task):
                                                                "consolidation_forget_interval_seconds": 0
                                                                if task == "forget" else 60}), clock=clock)
     try:
-        result = services.scheduler.run_once()
+        [result] = services.scheduler.run_once()
         assert task not in result["tasks"]
         assert services.engine.status()["next_due"][task] is None
     finally:

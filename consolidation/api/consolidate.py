@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, jsonify, url_for
+from flask import Blueprint, jsonify, request, url_for
 
-from ..errors import NotFound
+from ..errors import GRAPH_HEADER, NotFound
 from ..memory import parse_uuid
 from .auth import require_admin
-from .context import services
+from .context import graph, services
 from .models import (
     ConsolidateRequest,
     ErrorBody,
@@ -19,9 +19,9 @@ from .models import (
     RunStarted,
     Status,
 )
-from .openapi import ADMIN, amend, answers, api, uuid_in_path
+from .openapi import ADMIN, addresses_graph, amend, answers, api, uuid_in_path
 
-blueprint = Blueprint("consolidate", __name__)
+blueprint = addresses_graph(Blueprint("consolidate", __name__))
 ADMIN_ROUTE = {"security": ADMIN, "tags": ["consolidation"]}
 OPTIONAL_BODY = {"requestBody": {"required": False}}
 RUN_ID = uuid_in_path("run_id", "the run's id, as POST /consolidate answered it")
@@ -34,15 +34,16 @@ RUN_ID = uuid_in_path("run_id", "the run's id, as POST /consolidate answered it"
 def consolidate(json: ConsolidateRequest):
     """Run consolidation: 202 with the run to follow, or with wait the whole result (409 while a run goes on)."""
     # The body is validated before begin() takes the run lease: a refused request never holds it.
-    engine = services().engine
+    engine = graph().engine
     run = engine.begin(json.tasks, json.dry_run, trigger="api", scope=json.scope)
     if json.wait:
         return jsonify(engine.execute(run)), 200
     engine.execute_in_background(run)
     return jsonify({
-        "run_id": run.id, "state": "running", "tasks": run.tasks, "dry_run": json.dry_run,
+        "run_id": run.id, "graph": run.graph, "state": "running", "tasks": run.tasks, "dry_run": json.dry_run,
         **({"scope": run.scope} if run.scope else {}),
         "status_url": url_for("consolidate.run_status", run_id=run.id),
+        # Following the run needs the same graph: the status URL is the graph's, named in the same header.
     }), 202
 
 
@@ -53,8 +54,11 @@ def status():
     """Last runs, next due times, history, the current run and lease, store counts, the scheduler."""
     svc = services()
     scheduler = svc.scheduler
+    addressed = graph() if svc.graphs.selection.default or request.headers.get(GRAPH_HEADER) else None
     return jsonify({
-        **svc.engine.status(),
+        **(addressed.engine.status() if addressed else {}),
+        "graphs": [{**served.engine.schedule(), "collection": svc.graphs.selection.collection(served.name)}
+                   for served in svc.graphs.all()],
         "scheduler": {
             "enabled": svc.settings.consolidation_scheduler_enabled,
             "alive": scheduler.alive,
@@ -71,7 +75,7 @@ def status():
 @amend(RUN_ID)
 def run_status(run_id: str):
     """One run: its state, progress (task, processed / total, elapsed) and result."""
-    run = services().engine.get_run(parse_uuid(run_id, "run_id"))
+    run = graph().engine.get_run(parse_uuid(run_id, "run_id"))
     if run is None:
         raise NotFound(f"no consolidation run {run_id} (runs beyond the newest 100 are not kept)")
     return jsonify(run)
@@ -83,4 +87,4 @@ def run_status(run_id: str):
 @amend(OPTIONAL_BODY)
 def reconcile(json: ReconcileRequest):
     """Nodes without vectors and vectors without nodes; with repair, re-embed or remove them."""
-    return jsonify(services().engine.reconcile(repair=json.repair))
+    return jsonify(graph().engine.reconcile(repair=json.repair))

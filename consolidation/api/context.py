@@ -1,12 +1,22 @@
-"""Reaching the current app's services, for the route modules."""
+"""Reaching the current app's services, and the graph the current request addresses, for the route modules."""
 
 from __future__ import annotations
 
-from flask import current_app
+from flask import current_app, g, request
 
-from ..service import Services
+from ..errors import GRAPH_HEADER
+from ..service import GraphServices, Services
 
 
 def services() -> Services:
     """The services of the app handling the current request."""
     return current_app.extensions["consolidation"]
+
+
+def graph(create: bool = False) -> GraphServices:
+    """The graph the request names in the X-Graph header (none: the default graph). A graph under a prefix that
+    does not exist yet is created only by a write that asks (`create`), and is a 404 otherwise."""
+    if "graph" not in g:
+        g.graph = services().graphs.get(request.headers.get(GRAPH_HEADER) or None, create=create)
+    return g.graph
+

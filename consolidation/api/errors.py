@@ -28,7 +28,8 @@ def _service_error(exc: ServiceError):
     if exc.status >= 500:
         log.warning("request failed error=%s detail=%s", exc.error, exc.detail)
     if isinstance(exc, StoreUnavailable):
-        current_app.extensions["consolidation"].stores.mark_stale()
+        for graph in current_app.extensions["consolidation"].graphs.opened():
+            graph.stores.mark_stale()
     return error_response(exc.status, exc.error, exc.detail, **{k: v for k, v in exc.extra.items() if v is not None})
 
 

@@ -18,7 +18,7 @@ blueprint = Blueprint("health", __name__)
 def health():
     """Whether each store answers now (503 naming the one that is down; why, with the admin token only)."""
     svc = services()
-    stores = svc.stores.health()
+    stores = svc.health()
     healthy = all(s["ok"] for s in stores.values())
     if not is_admin():
         # Unauthenticated callers learn which store is down, not its address or the error that names it.
@@ -26,7 +26,7 @@ def health():
     body = {
         "status": "ok" if healthy else "degraded",
         "stores": stores,
-        "embedded": svc.stores.embedded,
+        "embedded": svc.settings.uses_embedded_store,
         "scheduler_alive": svc.scheduler.alive,
     }
     return jsonify(body), 200 if healthy else 503

@@ -14,11 +14,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..stores.inspection import PREVIEW_CHARS
 from ..timeutil import epoch_or_nan
 from .auth import require_admin
-from .context import services
+from .context import graph
 from .models import Progress
-from .openapi import ADMIN, answers, api
+from .openapi import ADMIN, addresses_graph, answers, api
 
-blueprint = Blueprint("inspection", __name__)
+blueprint = addresses_graph(Blueprint("inspection", __name__))
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
 MAX_OFFSET = 10_000_000
 
@@ -168,7 +168,7 @@ READ_ROUTE = {"security": ADMIN, "tags": ["inspection"]}
 @api.validate(query=PageQuery, resp=answers(HTTP_200=RunPage), **READ_ROUTE)
 def run_history(query: PageQuery):
     """The run history, newest first (a run recorded as running that nobody holds the lease for: abandoned)."""
-    svc = _ready_services()
+    svc = _ready_graph()
     page = svc.inspection.runs(query.limit, query.offset)
     lease = svc.engine.control.current_lease()
     live = lease.run_id if lease else None
@@ -182,7 +182,7 @@ def run_history(query: PageQuery):
 def relevance_histogram(query: HistogramQuery):
     """Stored relevance of the active memories in equal buckets of 0..1."""
     bins = query.bins
-    counts, unscored = _ready_services().inspection.relevance_counts(bins)
+    counts, unscored = _ready_graph().inspection.relevance_counts(bins)
     buckets = [RelevanceBucket(low=round(i / bins, 6), high=round((i + 1) / bins, 6), count=count)
                for i, count in enumerate(counts)]
     return _reply(RelevanceHistogram(bins=bins, buckets=buckets, scored=sum(counts), unscored=unscored))
@@ -193,7 +193,7 @@ def relevance_histogram(query: HistogramQuery):
 @api.validate(query=PageQuery, resp=answers(HTTP_200=ClusterPage), **READ_ROUTE)
 def clusters(query: PageQuery):
     """The active clusters (MetaPatterns): summary and size."""
-    return _paged(ClusterPage, _ready_services().inspection.clusters(query.limit, query.offset), query)
+    return _paged(ClusterPage, _ready_graph().inspection.clusters(query.limit, query.offset), query)
 
 
 @blueprint.get("/hygiene/merges")
@@ -201,7 +201,7 @@ def clusters(query: PageQuery):
 @api.validate(query=PageQuery, resp=answers(HTTP_200=MergePage), **READ_ROUTE)
 def merges(query: PageQuery):
     """Every merge dedup made, with its reason and state (restored ones too)."""
-    return _paged(MergePage, _ready_services().inspection.merges(query.limit, query.offset), query)
+    return _paged(MergePage, _ready_graph().inspection.merges(query.limit, query.offset), query)
 
 
 @blueprint.get("/hygiene/supersessions")
@@ -209,7 +209,7 @@ def merges(query: PageQuery):
 @api.validate(query=PageQuery, resp=answers(HTTP_200=SupersessionPage), **READ_ROUTE)
 def supersessions(query: PageQuery):
     """Every SUPERSEDES edge: the newer memory, the older one it changes, confidence and reason."""
-    return _paged(SupersessionPage, _ready_services().inspection.supersessions(query.limit, query.offset), query)
+    return _paged(SupersessionPage, _ready_graph().inspection.supersessions(query.limit, query.offset), query)
 
 
 @blueprint.get("/memories/restorable")
@@ -217,16 +217,16 @@ def supersessions(query: PageQuery):
 @api.validate(query=RestorableQuery, resp=answers(HTTP_200=RestorablePage), **READ_ROUTE)
 def restorable(query: RestorableQuery):
     """Archived, merged or deleted memories that POST /memory/<id>/restore can bring back."""
-    page = _ready_services().inspection.restorable(query.kind, query.limit, query.offset)
+    page = _ready_graph().inspection.restorable(query.kind, query.limit, query.offset)
     return _paged(RestorablePage, page, query)
 
 
 # --- helpers -------------------------------------------------------------------------------------------------
 
-def _ready_services():
-    svc = services()
-    svc.stores.ensure_ready()
-    return svc
+def _ready_graph():
+    addressed = graph()
+    addressed.stores.ensure_ready()
+    return addressed
 
 
 def _paged(model: type[PageInfo], page, query: BaseModel):

@@ -7,12 +7,12 @@ from flask import Blueprint, jsonify, request
 from ..errors import Unauthorized
 from ..memory import ImportedMemoryFields, MemoryFields
 from .auth import is_admin, require_admin, require_token
-from .context import services
+from .context import graph
 from .errors import error_response
 from .models import ErrorBody, ImportQuery, ImportRefused, ImportReport, MemoryAnswer, Restored
-from .openapi import ADMIN, TOKEN, amend, answers, api, uuid_in_path
+from .openapi import ADMIN, addresses_graph, TOKEN, amend, answers, api, uuid_in_path
 
-blueprint = Blueprint("memories", __name__)
+blueprint = addresses_graph(Blueprint("memories", __name__))
 TOKEN_ROUTE = {"security": TOKEN, "tags": ["memories"]}
 MEMORY_ID = uuid_in_path("memory_id", "the memory's id")
 # OpenAPI 3.1 has no schema for a stream of JSON lines: the body is described as the array of its lines.
@@ -35,7 +35,7 @@ MEMORY_BODY = {"requestBody": {"required": True, "content": {"application/json":
 def create_memory():
     """Create a memory (409 if its id is taken, or belongs to a forgotten memory: restore that instead)."""
     body = request.get_json()
-    return jsonify({"memory": services().memories.create({} if body is None else body)}), 201
+    return jsonify({"memory": graph(create=True).memories.create({} if body is None else body)}), 201
 
 
 @blueprint.post("/memory/import")
@@ -47,7 +47,7 @@ def import_memories(query: ImportQuery):
     """A JSONL body, one memory per line; every line is checked before any is written: all or nothing."""
     if query.overwrite and not is_admin():
         raise Unauthorized("overwrite=true replaces stored memories; only the admin token may ask for it")
-    report = services().memories.import_jsonl(request.get_data(), **query.model_dump())
+    report = graph(create=True).memories.import_jsonl(request.get_data(), **query.model_dump())
     body = report.public()
     if report.errors:
         first = report.errors[0]
@@ -65,7 +65,7 @@ def import_memories(query: ImportQuery):
 @amend(MEMORY_ID)
 def get_memory(memory_id: str):
     """Every stored field, relevance_score included, archived memories too."""
-    return jsonify({"memory": services().memories.get(memory_id)})
+    return jsonify({"memory": graph().memories.get(memory_id)})
 
 
 @blueprint.post("/memory/<memory_id>/access")
@@ -74,7 +74,7 @@ def get_memory(memory_id: str):
 @amend(MEMORY_ID)
 def record_access(memory_id: str):
     """Record a use: last_accessed = now, access_count + 1."""
-    return jsonify({"memory": services().memories.record_access(memory_id)})
+    return jsonify({"memory": graph().memories.record_access(memory_id)})
 
 
 @blueprint.post("/memory/<memory_id>/restore")
@@ -84,4 +84,4 @@ def record_access(memory_id: str):
 @amend(MEMORY_ID)
 def restore_memory(memory_id: str):
     """Bring back an archived, deleted (from its tombstone, with its edges) or merged memory."""
-    return jsonify(services().memories.restore(memory_id))
+    return jsonify(graph().memories.restore(memory_id))

@@ -101,6 +101,7 @@ class StoreUnavailableBody(ErrorBody):
 
 class RunStarted(BaseModel):
     run_id: str
+    graph: str
     state: Literal["running"]
     tasks: list[str]
     dry_run: bool
@@ -112,6 +113,7 @@ class RunResult(BaseModel):
     """A finished run (POST /consolidate with wait): each task's report under its name."""
 
     run_id: str
+    graph: str | None = None
     trigger: str
     dry_run: bool
     tasks: list[str]
@@ -134,6 +136,7 @@ class RunRecord(BaseModel):
     """A run as recorded in the graph: running, succeeded, failed or abandoned."""
 
     run_id: str
+    graph: str | None = Field(None, description="the graph the run consolidated (none in older records)")
     state: Literal["running", "succeeded", "failed", "abandoned"]
     tasks: list[str]
     dry_run: bool
@@ -180,19 +183,33 @@ class SchedulerState(BaseModel):
     last_error: str | None
 
 
-class Status(BaseModel):
-    """GET /consolidate/status: last successes, next due times, history, the current run and the stores."""
+class GraphSchedule(BaseModel):
+    """One graph in the status overview: when each task last succeeded and is next due, and any run going on."""
 
-    last_decay: str | None
-    last_dedup: str | None
-    last_creative: str | None
-    last_cluster: str | None
-    last_forget: str | None
+    graph: str
+    collection: str
+    last: dict[str, str | None]
     next_due: dict[str, str | None]
-    history: list[HistoryEntry]
-    current_run: RunRecord | None
-    lease: Lease | None
-    store_counts: StoreCounts
+    current_run: dict[str, str | None] | None
+
+
+class Status(BaseModel):
+    """GET /consolidate/status: the addressed graph's last successes, next due times, history, current run and
+    store counts; every served graph's schedule; this process's scheduler. With several graphs and no default,
+    a request naming none gets only `graphs` and `scheduler`."""
+
+    graph: str | None = None
+    last_decay: str | None = None
+    last_dedup: str | None = None
+    last_creative: str | None = None
+    last_cluster: str | None = None
+    last_forget: str | None = None
+    next_due: dict[str, str | None] | None = None
+    history: list[HistoryEntry] | None = None
+    current_run: RunRecord | None = None
+    lease: Lease | None = None
+    store_counts: StoreCounts | None = None
+    graphs: list[GraphSchedule]
     scheduler: SchedulerState
 
 

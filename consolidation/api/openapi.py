@@ -26,6 +26,8 @@ from spectree.models import SecuritySchemeData
 from spectree.plugins.flask_plugin import FlaskPlugin
 
 from .. import __version__
+from ..errors import GRAPH_HEADER
+from ..graphs import GRAPH_NAME
 from ..validation import checked, invalid_input
 from .models import ErrorBody, StoreUnavailableBody
 
@@ -108,6 +110,22 @@ def uuid_in_path(name: str, description: str) -> dict[str, Any]:
                             "schema": {"type": "string", "format": "uuid"}}]}
 
 
+GRAPH_BLUEPRINTS: set[str] = set()
+GRAPH_PARAMETER = {
+    "name": GRAPH_HEADER, "in": "header", "required": False, "schema": {"type": "string", "pattern": GRAPH_NAME.pattern},
+    "description": "the graph (FALKORDB_GRAPHS) this request is about; without it, the default graph "
+                   "(FALKORDB_GRAPH). Required when the service consolidates several graphs and none is the default.",
+}
+UNKNOWN_GRAPH = {"description": "no such graph (X-Graph names a graph this service does not serve)",
+                 "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
+
+
+def addresses_graph(blueprint: flask.Blueprint) -> flask.Blueprint:
+    """Mark a blueprint whose every route works on one graph: its operations document the X-Graph header."""
+    GRAPH_BLUEPRINTS.add(blueprint.name)
+    return blueprint
+
+
 def openapi_document(app: flask.Flask) -> dict[str, Any]:
     """The app's OpenAPI 3.1 document: spectree's, with each route's amendments merged in.
 
@@ -116,11 +134,16 @@ def openapi_document(app: flask.Flask) -> dict[str, Any]:
     document = copy.deepcopy(api.spec)
     for rule in app.url_map.iter_rules():
         fragment = _amendment(app.view_functions[rule.endpoint])
-        if fragment is None:
+        graph = rule.endpoint.partition(".")[0] in GRAPH_BLUEPRINTS
+        if fragment is None and not graph:
             continue
         path, _ = api.backend.parse_path(rule, None)
         for method in rule.methods - {"HEAD", "OPTIONS"}:
-            _merge(document["paths"][path][method.lower()], fragment)
+            operation = document["paths"][path][method.lower()]
+            _merge(operation, fragment or {})
+            if graph:
+                operation.setdefault("parameters", []).append(copy.deepcopy(GRAPH_PARAMETER))
+                operation["responses"].setdefault("404", copy.deepcopy(UNKNOWN_GRAPH))
     return document
 
 

@@ -6,6 +6,7 @@ import logging
 import os
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import StoreMismatch, StoreUnavailable
@@ -61,14 +62,7 @@ class Stores:
 
     def health(self) -> dict[str, dict]:
         """Whether each store answers a ping right now, with the reason when it does not."""
-        report = {}
-        for name, ping in (("graph", self.graph.falkor.ping), ("vectors", self.vectors.ping)):
-            try:
-                ping()
-                report[name] = {"ok": True}
-            except StoreUnavailable as exc:
-                report[name] = {"ok": False, "detail": exc.detail}
-        return report
+        return store_health({"graph": self.graph.falkor.ping, "vectors": self.vectors.ping})
 
     def close(self) -> None:
         closers = (self.binding.close,) if self.binding is not None else ()
@@ -79,20 +73,36 @@ class Stores:
                 log.exception("closing a store failed")
 
 
-def open_stores(settings: Settings) -> Stores:
-    """Connect to the configured servers, or open the embedded stores under the data directory."""
+def store_health(pings: dict[str, Callable[[], None]]) -> dict[str, dict]:
+    """Ping each store: {"ok": true}, or {"ok": false, "detail": why}."""
+    report = {}
+    for name, ping in pings.items():
+        try:
+            ping()
+            report[name] = {"ok": True}
+        except StoreUnavailable as exc:
+            report[name] = {"ok": False, "detail": exc.detail}
+    return report
+
+
+def open_stores(settings: Settings, graph: str | None = None,
+                connect: Callable[[], Falkor] | None = None) -> Stores:
+    """Open one graph's stores: its graph on the configured FalkorDB (through `connect`'s shared connection, or
+    a connection of its own) and its Qdrant collection, on servers or embedded under the data directory."""
+    graph = graph or settings.falkordb_graph
     # The vector store first: the embedded Qdrant refuses a second process, which is how a CLI command
     # notices a running service before it touches the (shared) embedded FalkorDB server.
-    vectors = _open_vectors(settings)
+    vectors = _open_vectors(settings, settings.graph_selection.collection(graph))
     try:
-        falkor = Falkor.connect(settings)
+        falkor = connect().for_graph(graph) if connect else Falkor.connect(settings).for_graph(graph, owned=True)
     except Exception:
         vectors.close()
         raise
     binding = None
     if settings.falkordb_host and not settings.qdrant_url:
         binding = VectorBinding(falkor, vectors.store_id, settings.consolidation_lease_seconds)
-    stores = Stores(GraphStore(falkor, Scoping(settings.consolidation_scope_properties)), vectors, embedded=settings.uses_embedded_store, binding=binding)
+    scoping = Scoping(settings.consolidation_scope_properties)
+    stores = Stores(GraphStore(falkor, scoping), vectors, embedded=settings.uses_embedded_store, binding=binding)
     try:
         stores.try_ready()
     except StoreMismatch:
@@ -141,14 +151,14 @@ class VectorBinding:
             self.claims.release(self.store_id)
 
 
-def _open_vectors(settings: Settings) -> VectorStore:
+def _open_vectors(settings: Settings, collection: str) -> VectorStore:
     if settings.qdrant_url:
         from .qdrant_server import QdrantServerStore
 
         api_key = settings.qdrant_api_key.get_secret_value() if settings.qdrant_api_key else None
         return QdrantServerStore.connect(
-            settings.qdrant_url, api_key, settings.qdrant_collection, settings.vector_size
+            settings.qdrant_url, api_key, collection, settings.vector_size
         )
     from .qdrant_edge import EdgeVectorStore
 
-    return EdgeVectorStore(settings.data_dir / "qdrant" / settings.qdrant_collection, settings.vector_size)
+    return EdgeVectorStore(settings.data_dir / "qdrant" / collection, settings.vector_size)

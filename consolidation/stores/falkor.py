@@ -71,6 +71,16 @@ class Falkor:
             raise StoreUnavailable("graph", f"embedded FalkorDB did not start: {exc}") from exc
         return cls(db.client, graph_name, lambda: _shut_down_embedded(db.client))
 
+    def for_graph(self, graph_name: str, owned: bool = False) -> Falkor:
+        """A graph on the same server and connection. Closing it leaves the connection open, unless `owned`:
+        then the connection is the graph's alone, and this connection hands its closing over."""
+        closer, self._closer = (self._closer, None) if owned else (None, self._closer)
+        return Falkor(self.client, graph_name, closer)
+
+    def graph_names(self) -> list[str]:
+        """Every graph the server holds (GRAPH.LIST)."""
+        return list(self._call(self.client.execute_command, "GRAPH.LIST"))
+
     def close(self) -> None:
         if self._closer:
             self._closer()

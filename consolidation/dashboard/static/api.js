@@ -3,6 +3,7 @@
 
 const root = document.body.dataset.apiRoot || "";
 let token = null;
+let graph = null; // the graph every call works on (X-Graph); null: the service's default graph
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -18,6 +19,12 @@ export function signedIn() {
 
 export function signOut() {
   token = null;
+  graph = null;
+}
+
+/** Work on this graph from now on (a name from the status's `graphs`), or null for the default graph. */
+export function setGraph(name) {
+  graph = name;
 }
 
 /** Keep the token only if the service accepts it; answers the status the check read. */
@@ -43,6 +50,7 @@ export function post(path, body) {
 async function call(method, path, body) {
   if (token === null) throw new ApiError(401, { detail: "not signed in" });
   const headers = { Authorization: `Bearer ${token}`, Accept: "application/json" };
+  if (graph !== null) headers["X-Graph"] = graph;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(root + path, {
     method, headers, body: body === undefined ? undefined : JSON.stringify(body),

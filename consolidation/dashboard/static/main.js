@@ -1,6 +1,6 @@
 // The page: sign in with the admin token, then keep the status fresh and load every panel from the JSON routes.
 
-import { ApiError, get, signIn, signOut, signedIn } from "./api.js";
+import { ApiError, get, setGraph, signIn, signOut, signedIn } from "./api.js";
 import { notify, show } from "./dom.js";
 import * as memories from "./memories.js";
 import * as runs from "./runs.js";
@@ -24,8 +24,7 @@ $("sign-in-form").addEventListener("submit", async (event) => {
   const error = $("sign-in-error");
   show(error, false);
   try {
-    const status = await signIn(candidate);
-    enter(status);
+    enter(await onAGraph(await signIn(candidate)));
   } catch (failure) {
     error.textContent = failure instanceof ApiError && failure.status === 401
       ? "The service refused this token."
@@ -35,6 +34,29 @@ $("sign-in-form").addEventListener("submit", async (event) => {
 });
 
 $("sign-out").addEventListener("click", () => leave());
+$("graph").addEventListener("change", async (event) => {
+  setGraph(event.target.value);
+  try {
+    showStatus(await get("/consolidate/status"));
+    refreshAll();
+  } catch (error) {
+    failed(error);
+  }
+});
+
+/** With several graphs, offer them all; with no default graph, start on the first one. */
+async function onAGraph(status) {
+  const names = status.graphs.map((entry) => entry.graph);
+  const picker = $("graph");
+  picker.replaceChildren(...names.map((name) => new Option(name, name)));
+  show($("graph-picker"), names.length > 1 || !status.graph);
+  if (status.graph) {
+    picker.value = status.graph;
+    return status;
+  }
+  setGraph(names[0] ?? null);
+  return names.length ? get("/consolidate/status") : status;
+}
 $("refresh").addEventListener("click", () => refreshAll());
 
 function enter(status) {
@@ -48,7 +70,7 @@ function enter(status) {
 function leave(message) {
   signOut();
   clearInterval(statusTimer);
-  for (const id of ["dashboard", "sign-out", "refresh", "signed-in-as"]) show($(id), false);
+  for (const id of ["dashboard", "sign-out", "refresh", "signed-in-as", "graph-picker"]) show($(id), false);
   show($("sign-in"), true);
   if (message) {
     $("sign-in-error").textContent = message;
@@ -57,6 +79,10 @@ function leave(message) {
 }
 
 function showStatus(status) {
+  if (!status.graph) {
+    notify("The service serves no graph yet: nothing to show.", true);
+    return;
+  }
   runs.showStatus(status);
   memories.showStoreCounts(status.store_counts);
 }
