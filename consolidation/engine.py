@@ -176,17 +176,21 @@ class ConsolidationEngine:
             "next_due": self._next_due(control, now),
             "history": control["history"],
             "current_run": _public_run(current) if current else None,
-            "lease": {"holder": lease.holder, "run_id": lease.run_id, "task": lease.task,
-                      "expires_at": lease.expires_at} if lease else None,
+            "lease": _public_lease(lease),
             "store_counts": self._counts(),
         }
 
-    def schedule(self) -> dict[str, Any]:
-        """This graph's line in the overview of every graph: last successes, next due times, the run going on."""
-        control, lease = self.control.state_and_lease()
-        return {"graph": self.graph_name, "last": {task: control.get(f"last_{task}") for task in TASK_NAMES},
-                "next_due": self._next_due(control, self.clock()),
-                "current_run": {"run_id": lease.run_id, "task": lease.task, "holder": lease.holder} if lease else None}
+    def schedule(self, status: dict[str, Any] | None = None) -> dict[str, Any]:
+        """This graph's line in the overview of every graph: last successes, next due times, the run going on
+        (from its `status` when the caller has just read it: one round trip less)."""
+        if status is None:
+            control, lease = self.control.state_and_lease()
+            status = {**{f"last_{task}": control.get(f"last_{task}") for task in TASK_NAMES},
+                      "next_due": self._next_due(control, self.clock()), "lease": _public_lease(lease)}
+        lease = status["lease"]
+        return {"graph": self.graph_name, "last": {task: status[f"last_{task}"] for task in TASK_NAMES},
+                "next_due": status["next_due"],
+                "current_run": {key: lease[key] for key in ("run_id", "task", "holder")} if lease else None}
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
         """A run's record; one still marked running without the lease was left by a process that died."""
@@ -348,6 +352,12 @@ class ProgressWriter:
                 self.runs.update(self.run.id, {"progress": self.run.progress, "current_task": self.task})
             except Exception:  # progress is informative; losing one update must not fail the task
                 log.warning("consolidation could not write progress run=%s", self.run.id)
+
+
+def _public_lease(lease) -> dict[str, Any] | None:
+    if lease is None:
+        return None
+    return {"holder": lease.holder, "run_id": lease.run_id, "task": lease.task, "expires_at": lease.expires_at}
 
 
 def _public_run(run: dict[str, Any]) -> dict[str, Any]:

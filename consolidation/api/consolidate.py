@@ -55,10 +55,11 @@ def status():
     svc = services()
     scheduler = svc.scheduler
     addressed = graph() if svc.graphs.selection.default or request.headers.get(GRAPH_HEADER) else None
+    own = addressed.engine.status() if addressed else {}
     return jsonify({
-        **(addressed.engine.status() if addressed else {}),
-        "graphs": [{**served.engine.schedule(), "collection": svc.graphs.selection.collection(served.name)}
-                   for served in svc.graphs.all()],
+        **own,
+        "graphs": [{**served.engine.schedule(own if served is addressed else None),
+                    "collection": svc.graphs.selection.collection(served.name)} for served in svc.graphs.all()],
         "scheduler": {
             "enabled": svc.settings.consolidation_scheduler_enabled,
             "alive": scheduler.alive,
