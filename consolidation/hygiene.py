@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,6 +33,9 @@ PAIR_CHUNK = 200_000
 # Memories with one fact key are compared directly only in groups this small (a larger group of
 # word-for-word restatements is left to the neighbour graph: its pairs are close anyway).
 SAME_FACT_GROUP_LIMIT = 50
+# The version of the terms dedup stores on each memory (stored_terms): raise it whenever a change to facts.py or
+# to stored_terms changes any text's terms; the next dedup run is then a full pass that stores them anew.
+TERMS_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +155,37 @@ def with_same_facts(pairs: Pairs, candidates: list[Candidate], facts: np.ndarray
     return pairs.union(Pairs(rows[close], cols[close], similarities[close]), len(candidates))
 
 
+def stated_together(a: Candidate, b: Candidate) -> bool:
+    """Whether duplicate_groups joins a similar pair into one group: one type and scope, and equal keys, or keys
+    one term apart whose texts state one fact. An incremental run follows these links to read a group whole."""
+    if a.type != b.type or a.scope != b.scope:
+        return False
+    return a.fact.key == b.fact.key or (len(a.fact.key ^ b.fact.key) == 1 and compatible(a, b))
+
+
+def may_state_together(key: frozenset[str], terms: frozenset[str]) -> bool:
+    """Whether a memory whose stored terms are `terms` can have a key equal to `key` or one term apart from it
+    (it holds all of `key` but at most one term): a cheap test before its text is read."""
+    return len(key & terms) >= len(key) - 1
+
+
+def pool_terms(change: Change) -> tuple[frozenset[str], int]:
+    """The terms a statement must hold to be in a change's pool (matched by match_change), and how many of them:
+    a change naming its old value needs all of that value and its subject; one that does not needs all but two
+    of its subject and new value, and at least one."""
+    if change.old:
+        terms = change.old | change.subject
+        return terms, len(terms)
+    terms = change.subject | change.new
+    return terms, max(1, len(terms) - 2)
+
+
+def may_change(change: Change, terms: frozenset[str]) -> bool:
+    """Whether a memory with these stored terms can be in the change's pool (pool_terms)."""
+    needed, count = pool_terms(change)
+    return len(needed & terms) >= count
+
+
 def one_fact(first: tuple[frozenset[str], str], second: tuple[frozenset[str], str]) -> bool:
     """Two texts' keys state one fact: equal, or one adds a single word that is wording, not a value ("again",
     "in review"); a number, negation, relation side, name or value word added makes another fact."""
@@ -261,14 +295,16 @@ def _within_scope(related: callable) -> callable:
     return lambda a, b: a.scope == b.scope and related(a, b)
 
 
-def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tuple[list[Supersession],
-                                                                                     list[Contradiction]]:
+def changes_over_time(candidates: Sequence[Candidate], related: callable,
+                      only: Collection[str] | None = None) -> tuple[list[Supersession], list[Contradiction]]:
     """Each memory announcing a change, matched with the older statements it changes; `related(a, b)` says
     whether two memories' vectors are close enough to be about one thing at all. A memory stands for the texts
-    merged into it as well: any of them may announce, or state, what is matched."""
+    merged into it as well: any of them may announce, or state, what is matched. `only`: the ids of the
+    announcers to judge (an incremental run's), the others serving as statements and rivals."""
     related = _within_scope(related)
+    announcing_ones = [i for i, c in enumerate(candidates) if c.fact.change is not None or c.merged_texts]
+    announcers = [i for i in announcing_ones if only is None or candidates[i].id in only]
     # Only the terms a change looks statements up by are indexed (its old value, subject and new value).
-    announcers = [i for i, c in enumerate(candidates) if c.fact.change is not None or c.merged_texts]
     wanted = {t for i in announcers for fact, _ in candidates[i].variants if fact.change is not None
               for t in fact.change.old | fact.change.subject | fact.change.new}
     by_term: dict[str, set[int]] = defaultdict(set)
@@ -281,7 +317,7 @@ def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tup
     # Who announces a change of which value of which subject: rival changes are looked up here, not among
     # every memory naming the subject (in a large store that is most of them).
     announcing: dict[tuple[frozenset[str], frozenset[str]], set[int]] = defaultdict(set)
-    for index in announcers:
+    for index in announcing_ones:
         for fact, _ in candidates[index].variants:
             if fact.change is not None:
                 announcing[fact.change.subject, fact.change.old].add(index)
@@ -428,6 +464,25 @@ def _order(announcer: Candidate, older: Candidate, extra: int, reason: str,
     a, b = sorted((announcer.id, older.id))
     contradictions.append(Contradiction(a, b, 0.6 if when == "before" else 0.5,
                                         f"{reason}, but it was recorded {when} the memory it changes"))
+
+
+def stored_terms(candidate: Candidate) -> tuple[list[str], list[str]]:
+    """What dedup stores on a memory so that a later incremental run finds it by term without reading its text:
+    every term of its key and statement, over the texts it stands for; and the anchors of the changes it
+    announces (the old value a change names, else its subject and new value), by which the changes a new or
+    removed statement may concern are found."""
+    terms: set[str] = set()
+    anchors: set[str] = set()
+    for fact, _ in candidate.variants:
+        terms |= fact.key | fact.statement
+        if fact.change is not None:
+            anchors |= fact.change.old or (fact.change.subject | fact.change.new)
+    return sorted(terms), sorted(anchors)
+
+
+def terms_stamp(change: float) -> str:
+    """The stamp of terms read from a memory as of its change number (and the rules of TERMS_VERSION)."""
+    return f"{TERMS_VERSION}:{int(change)}"
 
 
 def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -> list[Contradiction]:

@@ -92,6 +92,25 @@ def similar_pairs_within(unit: np.ndarray, groups: np.ndarray | None, threshold:
     return Pairs.joined(parts)
 
 
+def pairs_against(queries: np.ndarray, unit: np.ndarray, threshold: float, query_groups: np.ndarray | None = None,
+                  groups: np.ndarray | None = None) -> Pairs:
+    """Every pair (k, j) of a query vector k and a vector j of `unit` with cosine >= threshold, within one group
+    when groups are given: an incremental run's search of what changed against everything, exact, by blocked
+    matrix products. `rows` are query numbers and `cols` vector positions (a query that is one of the vectors
+    finds itself too: the caller knows which to drop)."""
+    n = unit.shape[0]
+    block = max(1, BLOCK_BYTES // (4 * max(n, 1)))
+    parts = []
+    for start in range(0, queries.shape[0], block):
+        stop = min(queries.shape[0], start + block)
+        scores = queries[start:stop] @ unit.T
+        if groups is not None:
+            scores[query_groups[start:stop, None] != groups[None, :]] = -np.inf
+        rows, cols = np.nonzero(scores >= threshold)
+        parts.append(((rows + start).astype(INDEX), cols.astype(INDEX), scores[rows, cols]))
+    return Pairs.joined(parts)
+
+
 def similar_pairs_exact(unit: np.ndarray, threshold: float, progress=_no_progress) -> Pairs:
     """Every pair i < j with cosine >= threshold, by blocked matrix products over the upper triangle."""
     n = unit.shape[0]
