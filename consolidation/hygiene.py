@@ -14,6 +14,7 @@ import math
 from collections import defaultdict
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
@@ -169,21 +170,44 @@ def may_state_together(key: frozenset[str], terms: frozenset[str]) -> bool:
     return len(key & terms) >= len(key) - 1
 
 
-def pool_terms(change: Change) -> tuple[frozenset[str], int]:
-    """The terms a statement must hold to be in a change's pool (matched by match_change), and how many of them:
-    a change naming its old value needs all of that value and its subject; one that does not needs all but two
-    of its subject and new value, and at least one."""
+class PoolQuery(NamedTuple):
+    """What a statement's stored terms must hold for match_change to match it with a change: every `required`
+    term, at least `need` of the `counted` ones, and no more than `slack` other words (the fewest words of its
+    texts' statements, `least`, at most the counted terms held plus `slack`)."""
+
+    required: frozenset[str]
+    counted: frozenset[str]
+    need: int
+    slack: int
+
+
+def pool_query(change: Change) -> PoolQuery:
+    """PoolQuery of a change, from match_change's conditions: a change naming its old value matches statements
+    holding that value and its whole subject, with at most MAX_EXTRA_WORDS_NAMED words besides; one that does
+    not substitutes one value (two at most when it names the new one, all of whose subject it holds besides),
+    with at most MAX_EXTRA_WORDS + 1 words dropped."""
+    after = change.subject | change.new
     if change.old:
-        terms = change.old | change.subject
-        return terms, len(terms)
-    terms = change.subject | change.new
-    return terms, max(1, len(terms) - 2)
+        required = change.old | change.subject
+        return PoolQuery(required, required | change.new, len(required), MAX_EXTRA_WORDS_NAMED)
+    if change.new:
+        return PoolQuery(change.subject - change.new, after, max(1, len(after) - 2), MAX_EXTRA_WORDS + 1)
+    return PoolQuery(frozenset(), after, max(1, len(after) - 1), MAX_EXTRA_WORDS + 1)
 
 
-def may_change(change: Change, terms: frozenset[str]) -> bool:
-    """Whether a memory with these stored terms can be in the change's pool (pool_terms)."""
-    needed, count = pool_terms(change)
-    return len(needed & terms) >= count
+def in_matches(announcer: Candidate, change: Change, statement: Candidate) -> bool:
+    """Whether a statement is among the memories a change of this announcer matches (_changed_statements), its
+    relatedness aside: whether its arrival or departure can move the announcer's verdict."""
+    if not change.old and not _before(statement, announcer):
+        return False
+    return _best_match(change, statement) is not None
+
+
+def may_change(change: Change, terms: frozenset[str], least: int = 0) -> bool:
+    """Whether a memory with these stored terms (and fewest statement words `least`) can be matched by the change."""
+    query = pool_query(change)
+    held = len(query.counted & terms)
+    return query.required <= terms and held >= query.need and least <= held + query.slack
 
 
 def one_fact(first: tuple[frozenset[str], str], second: tuple[frozenset[str], str]) -> bool:
@@ -466,18 +490,25 @@ def _order(announcer: Candidate, older: Candidate, extra: int, reason: str,
                                         f"{reason}, but it was recorded {when} the memory it changes"))
 
 
-def stored_terms(candidate: Candidate) -> tuple[list[str], list[str]]:
+class StoredTerms(NamedTuple):
+    terms: list[str]
+    anchors: list[str]
+    least: int
+
+
+def stored_terms(candidate: Candidate) -> StoredTerms:
     """What dedup stores on a memory so that a later incremental run finds it by term without reading its text:
-    every term of its key and statement, over the texts it stands for; and the anchors of the changes it
-    announces (the old value a change names, else its subject and new value), by which the changes a new or
-    removed statement may concern are found."""
+    every term of its key and statement, over the texts it stands for; the anchors of the changes it announces
+    (the old value a change names, else its subject and new value), by which the changes a new or removed
+    statement may concern are found; and the fewest words of its texts' statements (pool_query's slack)."""
     terms: set[str] = set()
     anchors: set[str] = set()
     for fact, _ in candidate.variants:
         terms |= fact.key | fact.statement
         if fact.change is not None:
             anchors |= fact.change.old or (fact.change.subject | fact.change.new)
-    return sorted(terms), sorted(anchors)
+    least = min(len(fact.statement - {PREFER}) for fact, _ in candidate.variants)
+    return StoredTerms(sorted(terms), sorted(anchors), least)
 
 
 def terms_stamp(change: float) -> str:

@@ -19,7 +19,7 @@ MEMORY_PROPERTIES = frozenset({
     "id", "content", "type", "importance", "confidence", "tags", "timestamp", "last_accessed", "access_count",
     "protected", "protected_reason", "embedding", "relevance_score", "archived", "archived_at", "merged_into",
     "superseded_by", "distinct_from", "restored_at", "created_at", "updated_at", "cluster_size", "superseded_at",
-    "change_seq", "fact_terms", "fact_anchors", "fact_stamp",
+    "change_seq", "fact_terms", "fact_anchors", "fact_least", "fact_stamp",
 })
 ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 

@@ -92,20 +92,47 @@ def similar_pairs_within(unit: np.ndarray, groups: np.ndarray | None, threshold:
     return Pairs.joined(parts)
 
 
+class Partition:
+    """Vectors sorted by group once, so that each group's vectors are one contiguous block (no copy per search)."""
+
+    def __init__(self, unit: np.ndarray, groups: np.ndarray):
+        self.order = np.argsort(groups, kind="stable")
+        self.keys = groups[self.order]
+        self.sorted = unit[self.order]
+
+    def members(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """The positions of a group's vectors and the vectors themselves (a view)."""
+        low, high = np.searchsorted(self.keys, group), np.searchsorted(self.keys, group, side="right")
+        return self.order[low:high], self.sorted[low:high]
+
+
 def pairs_against(queries: np.ndarray, unit: np.ndarray, threshold: float, query_groups: np.ndarray | None = None,
-                  groups: np.ndarray | None = None) -> Pairs:
+                  groups: Partition | None = None) -> Pairs:
     """Every pair (k, j) of a query vector k and a vector j of `unit` with cosine >= threshold, within one group
-    when groups are given: an incremental run's search of what changed against everything, exact, by blocked
-    matrix products. `rows` are query numbers and `cols` vector positions (a query that is one of the vectors
-    finds itself too: the caller knows which to drop)."""
+    when the vectors are partitioned: an incremental run's search of what changed against everything, exact, by
+    blocked matrix products. Each group's queries meet only that group's vectors, so the work is the sum over
+    groups of queries x vectors. `rows` are query numbers and `cols` vector positions (a query that is one of
+    the vectors finds itself too: the caller knows which to drop)."""
+    if groups is None:
+        return _pairs_against(queries, unit, threshold)
+    parts = []
+    for group in np.unique(query_groups).tolist():
+        asking = np.flatnonzero(query_groups == group)
+        positions, vectors = groups.members(group)
+        if positions.size == 0:
+            continue
+        found = _pairs_against(queries[asking], vectors, threshold)
+        parts.append((asking[found.rows].astype(INDEX), positions[found.cols].astype(INDEX), found.similarities))
+    return Pairs.joined(parts)
+
+
+def _pairs_against(queries: np.ndarray, unit: np.ndarray, threshold: float) -> Pairs:
     n = unit.shape[0]
     block = max(1, BLOCK_BYTES // (4 * max(n, 1)))
     parts = []
     for start in range(0, queries.shape[0], block):
         stop = min(queries.shape[0], start + block)
         scores = queries[start:stop] @ unit.T
-        if groups is not None:
-            scores[query_groups[start:stop, None] != groups[None, :]] = -np.inf
         rows, cols = np.nonzero(scores >= threshold)
         parts.append(((rows + start).astype(INDEX), cols.astype(INDEX), scores[rows, cols]))
     return Pairs.joined(parts)

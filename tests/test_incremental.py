@@ -238,14 +238,18 @@ def expected_outcomes(state: dict, ids: dict[str, str], before: dict[str, frozen
     assert state["kept patterns"][next(p for p, m in before.items() if m == named("quiet-"))] == named("quiet-")
 
 
-def _first_round_only(ctx, region, changed, removed, first):
+def _first_round_only(ctx, region, changed, removed):
     """The merge closure without following a group past the changed memories' own neighbours."""
     from consolidation.tasks import dedup_incremental
 
     found = []
-    queries = [region.loaded[int(p)] for p in changed] + [r.candidate for r in removed if r.vector is not None]
-    origins = np.concatenate([changed, np.full(len(queries) - changed.size, -1)]).astype(np.int64)
-    dedup_incremental._follow(region, first, queries, origins, ctx.settings.consolidation_dedup_similarity, found)
+    leaving = [r for r in removed if r.vector is not None]
+    queries = [region.loaded[int(p)] for p in changed] + [r.candidate for r in leaving]
+    origins = np.concatenate([changed, np.full(len(leaving), -1)]).astype(np.int64)
+    vectors = np.concatenate([region.unit[changed]] + [r.vector[None] for r in leaving])
+    hits = region.search(vectors, np.array([region.kind_of(q) for q in queries]),
+                         ctx.settings.consolidation_dedup_similarity)
+    dedup_incremental._follow(region, hits, queries, origins, found)
     if not found:
         return Pairs.empty()
     a, b, similarity = (np.array(column) for column in zip(*found))

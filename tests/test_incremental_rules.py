@@ -11,7 +11,7 @@ import pytest
 
 from consolidation.clusters import cluster_region, region_clusters, touched
 from consolidation.facts import read_fact
-from consolidation.hygiene import Candidate, match_change, may_change, may_state_together, pool_terms, \
+from consolidation.hygiene import Candidate, match_change, may_change, may_state_together, pool_query, \
     stated_together, stored_terms
 from consolidation.passes import plan_pass
 from consolidation.similarity import clusters, normalized, pairs_against, similar_pairs_exact
@@ -73,16 +73,21 @@ def candidate(text: str, *merged: str) -> Candidate:
 
 
 @pytest.mark.parametrize("announcement", CHANGES)
-def test_a_statement_a_change_matches_is_in_its_pool(announcement):
-    """pool_terms only narrows what match_change would look at: nothing it matches is left out."""
+def test_a_statement_a_change_matches_answers_its_pool_query(announcement):
+    """pool_query only narrows what match_change would look at: nothing it matches is left out, whatever else
+    the statements say (qualifiers, extra words)."""
     change = read_fact(announcement).change
     assert change is not None
-    terms, need = pool_terms(change)
-    for text in STATEMENTS:
+    query = pool_query(change)
+    matched = 0
+    for text in STATEMENTS + [f"{t}, as the team agreed" for t in STATEMENTS]:
         statement = read_fact(text).statement
         if match_change(change, statement, text) is not None:
-            assert may_change(change, frozenset(stored_terms(candidate(text))[0])), text
-            assert len(terms & statement) >= need
+            matched += 1
+            stored = stored_terms(candidate(text))
+            assert may_change(change, frozenset(stored.terms), stored.least), text
+            assert query.required <= statement and len(query.counted & statement) >= query.need
+    assert matched or announcement.startswith("Replaced")  # the case is not trivial
 
 
 @pytest.mark.parametrize("first, second", [
@@ -93,14 +98,15 @@ def test_a_statement_a_change_matches_is_in_its_pool(announcement):
 def test_stored_terms_never_hide_a_memory_stating_one_fact(first, second):
     a, b = candidate(first), candidate(second, "some older text about Redis")
     if stated_together(a, b):
-        assert may_state_together(a.fact.key, frozenset(stored_terms(b)[0]))
+        assert may_state_together(a.fact.key, frozenset(stored_terms(b).terms))
 
 
 def test_stored_terms_cover_every_text_a_memory_stands_for():
     merged = candidate("Use Redis for sessions", "The standup moved from Monday to Wednesday")
-    terms, anchors = stored_terms(merged)
+    terms, anchors, least = stored_terms(merged)
     assert {"redi", "session", "standup", "wednesday"} <= set(terms)
     assert anchors == ["monday"]  # a change naming its old value is found by it
+    assert least == 2  # the fewest words of its statements: "standup wednesday"
 
 
 # --- clusters: the region a change touches, recomputed alone, gives the whole graph's clusters ---------------

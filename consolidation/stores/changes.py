@@ -30,7 +30,7 @@ STAMP = f"m.{CHANGE} = change"
 
 # What the service keeps on a memory node for itself (its change number, and the fact terms dedup stores so an
 # incremental run finds memories by term): not the memory's fields, so reads of a memory leave them out.
-BOOKKEEPING = frozenset({CHANGE, "fact_terms", "fact_anchors", "fact_stamp"})
+BOOKKEEPING = frozenset({CHANGE, "fact_terms", "fact_anchors", "fact_least", "fact_stamp"})
 
 
 def without_bookkeeping(properties: dict) -> dict:

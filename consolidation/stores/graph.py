@@ -131,9 +131,14 @@ class GraphStore:
         return created
 
     def replace_memories(self, memories: Sequence[dict[str, Any]]) -> None:
-        """Replace every property of existing memories (their edges stay)."""
+        """Replace every property of existing memories (their edges stay). The fact terms dedup stored stay too:
+        they describe the text replaced (its change number no longer matches them), which the next incremental
+        dedup needs to find what that text was part of."""
         self.falkor.write_chunks(
-            NEXT_CHANGE + f"UNWIND $rows AS row MATCH (m:Memory {{id: row.id}}) SET m = row SET {STAMP}",
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) "
+            "WITH m, row, change, m.fact_terms AS terms, m.fact_anchors AS anchors, m.fact_least AS least, "
+            f"m.fact_stamp AS stamp SET m = row SET {STAMP}, m.fact_terms = terms, m.fact_anchors = anchors, "
+            "m.fact_least = least, m.fact_stamp = stamp",
             list(memories), chunk=500)
 
     def remove_memories(self, ids: Sequence[str]) -> None:

@@ -115,26 +115,24 @@ class HygieneStore:
         return HygieneListing(list(ids), list(scopes), floats(changes), [t or "Memory" for t in types],
                               list(timestamps))
 
-    def archived_since(self, since: int) -> list[tuple[str, str, str, str]]:
-        """Memories archived (by forget or a merge) after the `since` change number: id, text, type, scope."""
+    def archived_since(self, since: int) -> list[tuple[str, str, str, str, str | None]]:
+        """Memories archived (by forget or a merge) after the `since` change number: id, text, type, scope, time."""
         return [tuple(row) for row in self.falkor.execute(
             f"MATCH (m:Memory) WHERE {changed_after()} AND coalesce(m.archived, false) = true "
             f"AND coalesce(m.type, '') <> 'MetaPattern' AND {self.scoping.where()} "
-            f"RETURN m.id, coalesce(m.content, ''), coalesce(m.type, 'Memory'), {self.scoping.key_expression()}",
-            {"since": since, **self.scoping.params()}, read_only=True)]
+            f"RETURN m.id, coalesce(m.content, ''), coalesce(m.type, 'Memory'), {self.scoping.key_expression()}, "
+            "m.timestamp", {"since": since, **self.scoping.params()}, read_only=True)]
 
     # --- stored fact terms: which memories hold a term, without reading every text ------------------------------
 
-    def stored_terms(self, ids: Sequence[str], stamps: dict[str, str]) -> dict[str, frozenset[str] | None]:
-        """Each memory's stored fact terms; None where they were not read from its current text (its stamp
-        differs from `stamps`: the stamp its change number calls for)."""
-        found: dict[str, frozenset[str] | None] = {}
+    def previous_terms(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The fact terms stored on these memories, whatever text they were read from (for a memory whose text
+        was replaced since: the old text's)."""
+        found = {}
         for part in chunked(list(ids), 5000):
-            for memory_id, terms, stamp in self.falkor.execute(
-                    "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, m.fact_terms, m.fact_stamp",
-                    {"ids": list(part)}, read_only=True):
-                fresh = stamp is not None and stamp == stamps.get(memory_id)
-                found[memory_id] = frozenset(terms or ()) if fresh else None
+            found.update((memory_id, frozenset(terms)) for memory_id, terms in self.falkor.records(
+                "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.fact_terms IS NOT NULL RETURN m.id, m.fact_terms",
+                {"ids": list(part)}, read_only=True))
         return found
 
     def anchored(self, terms: Sequence[str]) -> set[str]:
@@ -147,25 +145,32 @@ class HygieneStore:
                 {"terms": list(part), **self.scoping.params()}, read_only=True))
         return found
 
-    def term_counts(self, terms: Sequence[str]) -> dict[str, int]:
-        """How many active memories hold each term (pools are looked up by their rarest terms)."""
-        counts = dict.fromkeys(terms, 0)
-        for part in chunked(sorted(set(terms)), TERM_LOOKUP_CHUNK):
-            counts.update((term, int(count)) for term, count in self.falkor.execute(
-                f"UNWIND $terms AS t MATCH (m:Memory) WHERE t IN m.fact_terms AND {ACTIVE_MEMORY} "
-                f"AND {self.scoping.where()} RETURN t, count(m)",
-                {"terms": list(part), **self.scoping.params()}, read_only=True))
-        return counts
+    def worth_reading(self, rows: Sequence[dict[str, Any]]) -> set[str]:
+        """For rows {id, keys, stamp}: the memories that may state one fact with a memory of one of those keys
+        (their stored terms hold all of a key but one: hygiene.may_state_together), or whose stored terms were
+        read from another text than theirs now (their stamp is not `stamp`): those worth reading. The test runs
+        in the store, so the terms of the many that are not never travel."""
+        found: set[str] = set()
+        for part in chunked(list(rows), 1000):
+            found.update(row[0] for row in self.falkor.execute(
+                "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) WHERE coalesce(m.fact_stamp, '') <> row.stamp "
+                "OR any(k IN row.keys WHERE size([t IN k WHERE t IN m.fact_terms]) >= size(k) - 1) RETURN m.id",
+                {"rows": list(part)}, read_only=True))
+        return found
 
     def holding(self, rows: Sequence[dict[str, Any]]) -> dict[int, set[str]]:
-        """For each row {key, drive, terms, need}: the active memories whose stored terms hold at least `need`
-        of `terms`, reached through the postings of the `drive` terms (each such memory holds one of them)."""
+        """For each row {key, drive, required, counted, need, slack} (hygiene.PoolQuery): the active memories
+        whose stored terms hold every required term and `need` of the counted ones, with no more than `slack`
+        words besides; reached through the postings of the `drive` terms (each such memory holds one)."""
         found: dict[int, set[str]] = {}
         for part in chunked(list(rows), TERM_LOOKUP_CHUNK):
             for key, memory_id in self.falkor.execute(
                     "UNWIND $rows AS row UNWIND row.drive AS d MATCH (m:Memory) WHERE d IN m.fact_terms "
                     f"AND {ACTIVE_MEMORY} AND {self.scoping.where()} "
-                    "AND size([t IN row.terms WHERE t IN m.fact_terms]) >= row.need RETURN DISTINCT row.key, m.id",
+                    "AND all(t IN row.required WHERE t IN m.fact_terms) "
+                    "WITH row, m, size([t IN row.counted WHERE t IN m.fact_terms]) AS held "
+                    "WHERE held >= row.need AND coalesce(m.fact_least, 0) <= held + row.slack "
+                    "RETURN DISTINCT row.key, m.id",
                     {"rows": list(part), **self.scoping.params()}, read_only=True):
                 found.setdefault(int(key), set()).add(memory_id)
         return found
@@ -175,7 +180,8 @@ class HygieneStore:
         it was read (a newer text is read, and its terms stored, by the next run). Not a change itself."""
         self.falkor.write_chunks(
             f"UNWIND $rows AS row MATCH (m:Memory {{id: row.id}}) WHERE m.{CHANGE} = row.change "
-            "SET m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_stamp = row.stamp",
+            "SET m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
+            "m.fact_stamp = row.stamp",
             list(rows), chunk=1000)
 
     def linked_pairs(self, pairs: Sequence[tuple[str, str]]) -> set[frozenset[str]]:

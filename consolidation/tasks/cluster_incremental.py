@@ -17,7 +17,7 @@ import numpy as np
 
 from ..clusters import TooMuchChanged, cluster_region, region_clusters, touched
 from ..scopes import scope_codes
-from ..similarity import Pairs, normalized, pairs_against, similar_pairs_exact
+from ..similarity import Pairs, Partition, normalized, pairs_against, similar_pairs_exact
 from . import cluster
 from .context import TaskContext
 
@@ -55,8 +55,10 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
 
 def _search(unit: np.ndarray, scopes: np.ndarray, threshold: float):
     """Candidates against every candidate of their scope: pairs (query number, position)."""
+    partition = Partition(unit, scopes) if scopes.size and np.any(scopes != scopes[0]) else None
+
     def search(positions: np.ndarray) -> Pairs:
-        return pairs_against(unit[positions], unit, threshold, scopes[positions], scopes)
+        return pairs_against(unit[positions], unit, threshold, scopes[positions], partition)
 
     return search
 

@@ -67,9 +67,9 @@ def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: dict[str
         change = changes.get(candidate.id, math.nan)
         if math.isnan(change) or stamps.get(candidate.id) == terms_stamp(change):
             continue  # unmarked memories are marked by the next run, and stored then
-        terms, anchors = stored_terms(candidate)
+        terms, anchors, least = stored_terms(candidate)
         rows.append({"id": candidate.id, "change": int(change), "terms": terms, "anchors": anchors or None,
-                     "stamp": terms_stamp(change)})
+                     "least": least, "stamp": terms_stamp(change)})
     ctx.hygiene.write_terms(rows)
     return len(rows)
 

@@ -22,7 +22,7 @@ the memories, a full pass costs about the same, and is taken instead.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -31,9 +31,9 @@ import numpy as np
 
 from ..facts import Change, read_fact
 from ..hygiene import ORDER_TOLERANCE_SECONDS, Candidate, Merge, changes_over_time, duplicate_groups, \
-    may_change, may_state_together, pool_terms, simultaneous_conflicts, stated_together, stored_terms, terms_stamp
+    in_matches, pool_query, simultaneous_conflicts, stated_together, stored_terms, terms_stamp
 from ..lifecycle import decode_vector
-from ..similarity import INDEX, Pairs, normalized, pairs_against
+from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
 from ..stores.hygiene import HygieneListing
 from ..timeutil import epoch_seconds
 from . import dedup
@@ -66,7 +66,6 @@ class Removed:
 
     candidate: Candidate
     vector: np.ndarray | None
-    scope: int  # scope code in the region's numbering (one no active memory has, if its scope has none left)
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
@@ -94,15 +93,14 @@ def _judge(ctx: TaskContext, region: Region) -> Verdicts:
     region.changed_count = len(changed) + len(removed)
     region.load(changed)
     changed = np.array([p for p in changed if p in region.loaded], dtype=np.int64)
-    first = _first_search(ctx, region, changed, removed)
-    pairs = _merge_closure(ctx, region, changed, removed, first)
-    _load_simultaneous(region, changed, first)
+    pairs = _merge_closure(ctx, region, changed, removed)
+    _load_simultaneous(region, changed)
     grouped, positions = region.candidates()
     index = {int(p): i for i, p in enumerate(positions)}
     rows = np.array([index[a] for a in pairs.rows.tolist()], dtype=INDEX)
     cols = np.array([index[b] for b in pairs.cols.tolist()], dtype=INDEX)
     merges, kept_apart = duplicate_groups(grouped, rows, cols, pairs.similarities)
-    judged = _judge_announcers(ctx, region, merges, {region.ids[p] for p in changed}, removed)
+    judged = _judge_announcers(ctx, region, merges, [region.ids[p] for p in changed], removed)
     candidates, _ = region.candidates()
     active = dedup.after_merges(candidates, merges)
     supersessions, contradictions = changes_over_time(active, region.related, only=judged)
@@ -122,11 +120,14 @@ class Region:
         self.ctx, self.ids, self.unit = ctx, ids, unit
         row_of = {memory_id: row for row, memory_id in enumerate(listing.ids)}
         rows = np.array([row_of[i] for i in ids], dtype=np.int64)
-        keys = [listing.scopes[r] for r in rows]
-        self.scope_codes = {key: code for code, key in enumerate(sorted(set(keys)))}
-        self.scopes = np.array([self.scope_codes[k] for k in keys], dtype=np.int64)
-        self.types = np.array([listing.types[r] for r in rows], dtype=object)
-        self.timestamps = [listing.timestamps[r] for r in rows]
+        self.scope_keys = [listing.scopes[r] for r in rows]
+        self.types = [listing.types[r] for r in rows]
+        # Only memories of one type and scope can state one fact: the search runs within each such kind.
+        self.kind_codes: dict[tuple[str, str], int] = {}
+        self.kinds = np.fromiter((self.kind_codes.setdefault(k, len(self.kind_codes))
+                                  for k in zip(self.types, self.scope_keys)), dtype=np.int64, count=len(ids))
+        self.partition = Partition(unit, self.kinds)
+        self.times = epoch_seconds(listing.timestamps[r] for r in rows)
         self.changes = listing.changes[rows] if rows.size else np.zeros(0)
         self.position = {memory_id: p for p, memory_id in enumerate(ids)}
         self.loaded: dict[int, Candidate] = {}
@@ -144,6 +145,10 @@ class Region:
     def changed(self, since: int) -> np.ndarray:
         """Positions changed after the watermark; a memory no marker names yet counts as changed."""
         return np.flatnonzero(np.isnan(self.changes) | (self.changes > since))
+
+    def kind_of(self, candidate: Candidate) -> int:
+        """The kind code of a memory's type and scope (one no active memory has, if none has it)."""
+        return self.kind_codes.get((candidate.type, candidate.scope), -1)
 
     def load(self, positions: Iterable[int]) -> None:
         """Read these memories as candidates (those not read yet, and still active)."""
@@ -165,15 +170,17 @@ class Region:
         positions = sorted(self.loaded)
         return [self.loaded[p] for p in positions], positions
 
-    def search(self, positions: np.ndarray, threshold: float) -> Pairs:
-        return pairs_against(self.unit[positions], self.unit, threshold, self.scopes[positions], self.scopes)
+    def search(self, vectors: np.ndarray, kinds: np.ndarray, threshold: float) -> Pairs:
+        """Pairs (query number, position) with cosine >= threshold, each query among memories of its kind."""
+        return pairs_against(vectors, self.unit, threshold, kinds, self.partition)
 
-    def stored_terms(self, positions: Iterable[int]) -> dict[int, frozenset[str] | None]:
-        """The stored terms of these memories; None where they were not read from the current text."""
-        wanted = sorted({int(p) for p in positions})
-        stamps = {self.ids[p]: terms_stamp(self.changes[p]) for p in wanted if not math.isnan(self.changes[p])}
-        found = self.ctx.hygiene.stored_terms([self.ids[p] for p in wanted], stamps)
-        return {p: found.get(self.ids[p]) for p in wanted}
+    def worth_reading(self, keys: dict[int, set[frozenset[str]]]) -> set[int]:
+        """Which of these unread memories may state one fact with a memory of one of the keys given for each
+        (by the terms stored on them), or have no terms stored from their text now: those worth reading."""
+        unknown = {p for p in keys if math.isnan(self.changes[p])}
+        rows = [{"id": self.ids[p], "keys": [sorted(k) for k in ks], "stamp": terms_stamp(self.changes[p])}
+                for p, ks in keys.items() if p not in unknown]
+        return unknown | {self.position[i] for i in self.ctx.hygiene.worth_reading(rows)}
 
     def related(self, a: Candidate, b: Candidate) -> bool:
         return float(self.unit[self.position[a.id]] @ self.unit[self.position[b.id]]) >= dedup.RELATED_SIMILARITY
@@ -185,73 +192,58 @@ def _removed(ctx: TaskContext, region: Region) -> list[Removed]:
     archived = ctx.hygiene.archived_since(ctx.since)
     with_vectors, matrix = ctx.vectors.vectors([row[0] for row in archived])
     vectors = dict(zip(with_vectors, normalized(matrix)))
-    found = [(memory_id, content, kind, scope, vectors.get(memory_id)) for memory_id, content, kind, scope in archived]
+    found = [(*row, vectors.get(row[0])) for row in archived]
     for gone in ctx.lifecycle.tombstones.deleted_since(ctx.since):
         props = gone["properties"]
         if props.get("type") == "MetaPattern":
             continue
         vector = decode_vector(gone["vector"])
         found.append((gone["id"], props.get("content") or "", props.get("type") or "Memory",
-                      ctx.hygiene.scoping.key_of(props), None if vector is None else normalized(vector[None])[0]))
-    removed = []
-    for number, (memory_id, content, kind, scope, vector) in enumerate(found):
-        candidate = Candidate(memory_id, kind, read_fact(content), math.nan, 0, 0, content=content, scope=scope)
-        removed.append(Removed(candidate, vector, region.scope_codes.get(scope, -1 - number)))
-    return removed
+                      ctx.hygiene.scoping.key_of(props), props.get("timestamp"),
+                      None if vector is None else normalized(vector[None])[0]))
+    created = epoch_seconds(row[4] for row in found)
+    return [Removed(Candidate(memory_id, kind, read_fact(content), float(when), 0, 0, content=content, scope=scope),
+                    vector) for (memory_id, content, kind, scope, _, vector), when in zip(found, created)]
 
 
 # --- merges: the groups the changes touch, whole -------------------------------------------------------------
 
 
-def _first_search(ctx: TaskContext, region: Region, changed: np.ndarray, removed: list[Removed]) -> Pairs:
-    """The changed and removed memories against every memory, once, at the lowest threshold any rule needs.
-    Query numbers: the changed positions first, then the removed memories that have a vector."""
-    threshold = min(ctx.settings.consolidation_dedup_similarity, dedup.RELATED_SIMILARITY)
-    vectors = [region.unit[changed]] + [r.vector[None] for r in removed if r.vector is not None]
-    codes = [region.scopes[changed]] + [np.array([r.scope]) for r in removed if r.vector is not None]
-    return pairs_against(np.concatenate(vectors), region.unit, threshold, np.concatenate(codes), region.scopes)
-
-
-def _merge_closure(ctx: TaskContext, region: Region, changed: np.ndarray, removed: list[Removed],
-                   first: Pairs) -> Pairs:
-    """The similar pairs (positions, i < j) among the members of every group a change touches, reading each
-    member reached through a pair that states one fact, until no group has an unread member."""
+def _merge_closure(ctx: TaskContext, region: Region, changed: np.ndarray, removed: list[Removed]) -> Pairs:
+    """The similar pairs (positions, i < j) among the members of every group a change touches: from the changed
+    and removed memories, every memory reached through a pair that states one fact is read and searched in
+    turn, until no group has an unread member."""
     threshold = ctx.settings.consolidation_dedup_similarity
-    queries = [region.loaded[int(p)] for p in changed] + [r.candidate for r in removed if r.vector is not None]
-    origins = np.concatenate([changed, np.full(len(queries) - changed.size, -1)]).astype(np.int64)
-    hits, found = first, []
+    leaving = [r for r in removed if r.vector is not None]
+    queries = [region.loaded[int(p)] for p in changed] + [r.candidate for r in leaving]
+    origins = np.concatenate([changed, np.full(len(leaving), -1)]).astype(np.int64)
+    vectors = np.concatenate([region.unit[changed]] + [r.vector[None] for r in leaving])
+    found: list[tuple[int, int, float]] = []
     queried = set(changed.tolist())
-    while True:
-        joined = _follow(region, hits, queries, origins, threshold, found)
-        frontier = np.array(sorted(set(joined) - queried), dtype=np.int64)
-        if frontier.size == 0:
-            break
+    while queries:
+        hits = region.search(vectors, np.array([region.kind_of(q) for q in queries], dtype=np.int64), threshold)
+        frontier = np.array(sorted(set(_follow(region, hits, queries, origins, found)) - queried), dtype=np.int64)
         queried.update(frontier.tolist())
-        queries, origins = [region.loaded[int(p)] for p in frontier], frontier
-        hits = region.search(frontier, threshold)
+        queries, origins, vectors = [region.loaded[int(p)] for p in frontier], frontier, region.unit[frontier]
     if not found:
         return Pairs.empty()
-    first_, second, similarities = (np.array(column) for column in zip(*found))
-    return Pairs(first_.astype(INDEX), second.astype(INDEX), similarities.astype(np.float32)).deduplicated(
+    first, second, similarities = (np.array(column) for column in zip(*found))
+    return Pairs(first.astype(INDEX), second.astype(INDEX), similarities.astype(np.float32)).deduplicated(
         len(region.ids))
 
 
-def _follow(region: Region, hits: Pairs, queries: list[Candidate], origins: np.ndarray, threshold: float,
+def _follow(region: Region, hits: Pairs, queries: list[Candidate], origins: np.ndarray,
             found: list[tuple[int, int, float]]) -> list[int]:
-    """Read the memories the queries' hits may state one fact with; add every similar pair of read memories of
-    one type to `found`; return the positions that do state one fact with their query."""
-    keep = hits.similarities >= threshold
-    q, t, similarity = hits.rows[keep], hits.cols[keep].astype(np.int64), hits.similarities[keep]
-    query_types = np.array([c.type for c in queries], dtype=object)
-    keep = (origins[q] != t) & (region.types[t] == query_types[q])  # other types are never one fact
+    """Read the memories the queries' hits (all of their kind) may state one fact with; add every similar pair
+    of read memories to `found`; return the positions that do state one fact with their query."""
+    q, t, similarity = hits.rows, hits.cols.astype(np.int64), hits.similarities
+    keep = origins[q] != t
     q, t, similarity = q[keep], t[keep], similarity[keep]
-    unread = sorted(set(t.tolist()) - region.loaded.keys())
-    terms = region.stored_terms(unread)
-    worth = {p for p in unread if terms[p] is None}
+    keys: dict[int, set[frozenset[str]]] = defaultdict(set)
     for k, p in zip(q.tolist(), t.tolist()):
-        if p not in worth and terms.get(p) is not None and may_state_together(queries[k].fact.key, terms[p]):
-            worth.add(p)
-    region.load(worth)
+        if p not in region.loaded:
+            keys[p].add(queries[k].fact.key)
+    region.load(region.worth_reading(keys))
     joined = []
     for k, p, s in zip(q.tolist(), t.tolist(), similarity.tolist()):
         other = region.loaded.get(p)
@@ -264,46 +256,60 @@ def _follow(region: Region, hits: Pairs, queries: list[Candidate], origins: np.n
     return joined
 
 
-def _load_simultaneous(region: Region, changed: np.ndarray, first: Pairs) -> None:
-    """Read the memories of a changed memory's type recorded within ORDER_TOLERANCE_SECONDS of it and related to
-    it: the partners of any new simultaneous conflict."""
-    keep = (first.rows < changed.size) & (first.similarities >= dedup.RELATED_SIMILARITY)
-    origin, partner = changed[first.rows[keep]], first.cols[keep].astype(np.int64)
-    keep = (origin != partner) & (region.types[origin] == region.types[partner])
-    origin, partner = origin[keep], partner[keep]
-    if origin.size == 0:
-        return
-    times = epoch_seconds([region.timestamps[p] for p in origin.tolist()])
-    others = epoch_seconds([region.timestamps[p] for p in partner.tolist()])
-    region.load(partner[np.abs(times - others) <= ORDER_TOLERANCE_SECONDS])
+def _load_simultaneous(region: Region, changed: np.ndarray) -> None:
+    """Read the memories of a changed memory's kind recorded within ORDER_TOLERANCE_SECONDS of it and related to
+    it: the partners of any new simultaneous conflict (found by time, then checked by vector)."""
+    order = np.argsort(region.times, kind="stable")
+    times = region.times[order]
+    partners = []
+    for p in changed.tolist():
+        if math.isnan(region.times[p]):
+            continue
+        low = np.searchsorted(times, region.times[p] - ORDER_TOLERANCE_SECONDS, side="left")
+        high = np.searchsorted(times, region.times[p] + ORDER_TOLERANCE_SECONDS, side="right")
+        near = order[low:high]
+        near = near[(region.kinds[near] == region.kinds[p]) & (near != p)]
+        partners += near[region.unit[near] @ region.unit[p] >= dedup.RELATED_SIMILARITY].tolist()
+    region.load(partners)
 
 
 # --- changes: the announcements whose verdict can move -------------------------------------------------------
 
 
-def _judge_announcers(ctx: TaskContext, region: Region, merges: list[Merge], changed_ids: set[str],
+def _judge_announcers(ctx: TaskContext, region: Region, merges: list[Merge], changed_ids: list[str],
                       removed: list[Removed]) -> set[str]:
     """The ids of the announcements to judge again, with each one's pool and rivals read into the region.
 
-    Changed statements: the changed memories, the canonicals this run merges into (they stand for more texts
-    now), what this run merges away, and what was removed since the watermark."""
-    candidates, _ = region.candidates()
-    by_id = {c.id: c for c in dedup.after_merges(candidates, merges)}
+    A verdict moves only with what the announcement matches: the statements matched before the changes (the
+    removed ones, what this run merges away, the canonicals as they were, and the old text of a memory whose
+    text was replaced) and those matched after (the changed memories and canonicals as they are now)."""
+    before, _ = region.candidates()
+    by_id = {c.id: c for c in dedup.after_merges(before, merges)}
+    into = {m.into for m in merges}
     gone = {d for m in merges for d in m.duplicates}
-    changed_ids = changed_ids | {m.into for m in merges}
-    statements = [by_id[i] for i in changed_ids if i in by_id] + \
-        [c for c in candidates if c.id in gone] + [r.candidate for r in removed]
-    judged = {c.id for c in statements if c.id in by_id and _changes(c)}
-    lookup = set().union(set(), *(stored_terms(c)[0] for c in statements),
-                         *(ch.old | ch.subject | ch.new for i in judged for ch in _changes(by_id[i])))
+    now = [by_id[i] for i in dict.fromkeys([*changed_ids, *into]) if i in by_id]
+    exact = now + [c for c in before if c.id in gone or c.id in into] + [r.candidate for r in removed]
+    loose = _replaced_texts(ctx, now)
+    judged = {c.id for c in now if _changes(c)}
+    lookup = set().union(set(), *(stored_terms(c).terms for c in exact), *(terms for terms, _ in loose),
+                         *(ch.old | ch.subject | ch.new for c in now for ch in _changes(c)))
     found = [region.position[i] for i in ctx.hygiene.anchored(sorted(lookup)) if i in region.position]
     region.load(found)
     candidates, _ = region.candidates()
     by_id = {c.id: c for c in dedup.after_merges(candidates, merges)}
-    judged |= _affected(region, [by_id[region.ids[p]] for p in found if region.ids[p] in by_id], statements,
-                        [by_id[i] for i in judged])
+    announcers = [by_id[region.ids[p]] for p in found if region.ids[p] in by_id and region.ids[p] not in judged]
+    judged |= _affected(region, announcers, exact, loose, [c for c in now if _changes(c)])
     _load_pools(ctx, region, [by_id[i] for i in judged if i in by_id])
     return judged
+
+
+def _replaced_texts(ctx: TaskContext, changed: list[Candidate]) -> list[tuple[frozenset[str], str]]:
+    """(stored terms, scope) of the changed memories whose stored terms are not those of their text now: read from
+    a text since replaced (an overwrite), or from more texts than they stand for now (a merge undone). Only the
+    terms are left of what they were, so they are matched loosely."""
+    previous = ctx.hygiene.previous_terms([c.id for c in changed])
+    return [(previous[c.id], c.scope) for c in changed
+            if c.id in previous and previous[c.id] != frozenset(stored_terms(c).terms)]
 
 
 def _changes(candidate: Candidate) -> list[Change]:
@@ -311,21 +317,41 @@ def _changes(candidate: Candidate) -> list[Change]:
     return [fact.change for fact, _ in candidate.variants if fact.change is not None]
 
 
-def _affected(region: Region, announcers: list[Candidate], statements: list[Candidate],
-              changed_announcers: list[Candidate]) -> set[str]:
-    """Which of these announcements may take a changed statement into their pool, or are rivals of a changed
-    announcement (one subject and old value, another new value)."""
-    terms = {id(s): frozenset(stored_terms(s)[0]) for s in statements}
+def _affected(region: Region, announcers: list[Candidate], exact: list[Candidate],
+              loose: list[tuple[frozenset[str], str]], changed_announcers: list[Candidate]) -> set[str]:
+    """Which of these unchanged announcements match a changed statement (before or after its change), or are
+    rivals of a changed announcement (one subject and old value)."""
+    exact_index, loose_index = _term_index(stored_terms(s).terms for s in exact), _term_index(t for t, _ in loose)
     rival_keys = {(ch.subject, ch.old) for a in changed_announcers for ch in _changes(a) if ch.old and ch.new}
     affected = set()
     for announcer in announcers:
         for change in _changes(announcer):
+            query = pool_query(change)
             if (change.subject, change.old) in rival_keys or any(
-                    s.scope == announcer.scope and may_change(change, terms[id(s)])
-                    and _maybe_related(region, announcer, s) for s in statements):
+                    exact[k].scope == announcer.scope and exact[k].id != announcer.id
+                    and in_matches(announcer, change, exact[k]) and _maybe_related(region, announcer, exact[k])
+                    for k in _holders(exact_index, query.counted, query.need)) or any(
+                    loose[k][1] == announcer.scope for k in _holders(loose_index, query.counted, query.need)):
                 affected.add(announcer.id)
                 break
     return affected
+
+
+def _term_index(term_sets: Iterable[Iterable[str]]) -> dict[str, set[int]]:
+    index: dict[str, set[int]] = defaultdict(set)
+    for number, terms in enumerate(term_sets):
+        for term in terms:
+            index[term].add(number)
+    return index
+
+
+def _holders(index: dict[str, set[int]], terms: frozenset[str], need: int) -> set[int]:
+    """The entries of a term index holding at least `need` of `terms` (found through the rarest postings)."""
+    postings = sorted((index.get(t, set()) for t in terms), key=len)
+    if not postings or need > len(postings):
+        return set()
+    reached = set().union(*postings[: len(postings) - need + 1])
+    return {k for k in reached if sum(k in p for p in postings) >= need}
 
 
 def _maybe_related(region: Region, a: Candidate, b: Candidate) -> bool:
@@ -334,16 +360,21 @@ def _maybe_related(region: Region, a: Candidate, b: Candidate) -> bool:
 
 
 def _load_pools(ctx: TaskContext, region: Region, announcers: list[Candidate]) -> None:
-    """Read each announcement's whole pool (stored terms holding enough of pool_terms, reached through the
-    postings of its rarest terms) and its rivals (stored anchors holding its old value)."""
+    """Read each announcement's whole pool (every memory whose stored terms answer its pool_query: all it can
+    match, reached through the postings of its rarest terms) and its rivals (stored anchors holding its old
+    value)."""
     rows = []
     for announcer in announcers:
         for change in _changes(announcer):
-            terms, need = pool_terms(change)
-            rows.append({"key": len(rows), "terms": sorted(terms), "need": need})
-    counts = ctx.hygiene.term_counts(sorted({t for row in rows for t in row["terms"]}))
+            query = pool_query(change)
+            rows.append({"key": len(rows), "required": sorted(query.required), "counted": sorted(query.counted),
+                         "need": query.need, "slack": query.slack})
+    # How common each term is, judged from the memories read so far: a choice of drive terms, never of answers.
+    counts = Counter(t for c in region.loaded.values() for t in stored_terms(c).terms)
     for row in rows:
-        row["drive"] = drive_terms(row["terms"], row["need"], counts)
+        # Any one required term reaches every answer; else enough of the counted ones that each answer holds one.
+        row["drive"] = drive_terms(row["required"], 1, counts)[:1] if row["required"] else \
+            drive_terms(row["counted"], row["need"], counts)
     pools = ctx.hygiene.holding([row for row in rows if row["drive"]])
     olds = {t for a in announcers for ch in _changes(a) if ch.old for t in ch.old}
     ids = set().union(set(), *pools.values(), ctx.hygiene.anchored(sorted(olds)) if olds else set())
