@@ -439,3 +439,16 @@ def test_a_memory_another_program_wrote_counts_as_changed_until_a_run_marks_it(w
     assert report["merges"][0]["duplicates"] == [foreign] and report["merges"][0]["into"] == kept
     marked = wide.stores.graph.falkor.execute("MATCH (m:Memory {id: $id}) RETURN m.change_seq", {"id": foreign})
     assert marked[0][0] is not None
+
+
+def test_a_control_node_made_anew_does_not_make_every_memory_look_changed(wide):
+    """The counter restarts at 0 on a new control node; the markers memories already carry are higher. The next
+    run moves the counter past them, so after its full pass nothing looks changed."""
+    for i in range(3):
+        add_memory(wide, vector=axis(i), content=f"Note {i} about the queue")
+    wide.engine.run(["cluster"])
+    wide.stores.graph.falkor.execute("MATCH (c:ConsolidationControl) DETACH DELETE c")
+    first = wide.engine.run(["cluster"])["results"]["cluster"]
+    assert first["pass"] == "full" and "no watermark" in first["pass_reason"]
+    again = wide.engine.run(["cluster"])["results"]["cluster"]
+    assert again["pass"] == "incremental" and again["memories_changed"] == 0

@@ -14,6 +14,7 @@ from ..scopes import Scoping
 from ..scoring import CANDIDATE_RELEVANCE
 from ..timeutil import epoch_seconds
 from .changes import CHANGE, NEXT_CHANGE, STAMP, changed_after, without_bookkeeping
+from .control import control_node
 from .falkor import Falkor, booleans, chunked, floats
 
 ACTIVE = "coalesce(m.archived, false) = false"
@@ -183,11 +184,29 @@ class GraphStore:
     def mark_unmarked(self) -> int:
         """Stamp the memories no change marker names yet (written by another program, or before markers
         existed), so later runs find them, and only their later changes, by the index. Returns how many.
-        MetaPatterns are left alone: no incremental task reads them as memories."""
-        columns = self.falkor.scan_memories(f"m.{CHANGE} IS NULL AND {NOT_SUMMARY}", "m.id")
-        ids = columns[0] if columns else []
-        self.mark_changed(ids)
-        return len(ids)
+        MetaPatterns are left alone: no incremental task reads them as memories.
+
+        A control node made anew (removed by hand, or a graph restored without it) restarts the counter below
+        the markers memories and tombstones carry, which would then read as changed after every watermark: the
+        counter is moved past them first."""
+        counter = self._change_counter()
+        columns = self.falkor.scan_memories(
+            f"(m.{CHANGE} IS NULL OR m.{CHANGE} > $counter) AND {NOT_SUMMARY}", f"m.id, m.{CHANGE}",
+            {"counter": counter})
+        ids, marks = (columns[0], floats(columns[1])) if columns else ([], np.zeros(0))
+        tombstones = self.falkor.execute(f"MATCH (t:Tombstone) WHERE t.{CHANGE} > $counter RETURN max(t.{CHANGE})",
+                                         {"counter": counter}, read_only=True)
+        ahead = np.nanmax(np.concatenate([marks, floats([row[0] for row in tombstones]), [counter]]))
+        if ahead > counter:
+            self.falkor.execute(f"MERGE {control_node('c')} SET c.{CHANGE} = CASE WHEN c.{CHANGE} > $ahead "
+                                f"THEN c.{CHANGE} ELSE $ahead END", {"ahead": int(ahead)})
+        unmarked = [memory_id for memory_id, mark in zip(ids, marks) if np.isnan(mark)]
+        self.mark_changed(unmarked)
+        return len(unmarked)
+
+    def _change_counter(self) -> int:
+        rows = self.falkor.execute(f"MATCH {control_node('c')} RETURN c.{CHANGE}", read_only=True)
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
     def count_memories(self) -> int:
         return int(self.falkor.execute("MATCH (m:Memory) RETURN count(m)", read_only=True)[0][0])

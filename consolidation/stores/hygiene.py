@@ -27,6 +27,9 @@ ACTIVE_MEMORY = "coalesce(m.archived, false) = false AND coalesce(m.type, '') <>
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, indegree(m) + outdegree(m), m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp")
 TERM_LOOKUP_CHUNK = 200
+# Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
+# time out queries after a second).
+POOL_CHUNK = 50
 
 
 @dataclass
@@ -163,7 +166,7 @@ class HygieneStore:
         whose stored terms hold every required term and `need` of the counted ones, with no more than `slack`
         words besides; reached through the postings of the `drive` terms (each such memory holds one)."""
         found: dict[int, set[str]] = {}
-        for part in chunked(list(rows), TERM_LOOKUP_CHUNK):
+        for part in chunked(list(rows), POOL_CHUNK):
             for key, memory_id in self.falkor.execute(
                     "UNWIND $rows AS row UNWIND row.drive AS d MATCH (m:Memory) WHERE d IN m.fact_terms "
                     f"AND {ACTIVE_MEMORY} AND {self.scoping.where()} "
