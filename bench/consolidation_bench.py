@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
@@ -241,9 +242,11 @@ def change_memories(services, rng: np.random.Generator, count: int) -> None:
                     "content": memory["content"].lower().rstrip(".") + "!"}
             new.append((copy, vector + 0.18 * noise))
         else:
-            detail = memory["content"].split("Detail ")[-1].split(" ")[0]
-            update = f"detail changed from {detail} to {int(detail) + 1}." if detail.isdigit() else "detail changed."
-            changed = {**memory, "timestamp": now, "content": memory["content"].split(". Detail")[0] + ": " + update}
+            # As the dataset's own updates: "Note 7 about ...: detail changed from 417 to 418."
+            found = re.search(r"[Dd]etail (\d+)|to (\d+)\.$", memory["content"])  # a note, or an earlier update
+            detail = int(next(g for g in found.groups() if g)) if found else int(rng.integers(1000))
+            head = re.split(r"[.!] [Dd]etail|: detail", memory["content"])[0]
+            changed = {**memory, "timestamp": now, "content": f"{head}: detail changed from {detail} to {detail + 1}."}
             rewritten.append((changed, vector + 0.3 * noise))
     for memories_written, write in ((new, graph.create_memories), (rewritten, graph.replace_memories)):
         vectors.upsert([VectorPoint(m["id"], v / np.linalg.norm(v), {"relevance_score": m.get("relevance_score"),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -90,11 +90,14 @@ class Contradiction:
 # --- duplicates -----------------------------------------------------------------------------------------------
 
 def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray,
-                     similarities: np.ndarray, facts: np.ndarray | None = None) -> tuple[list[Merge], Pairs]:
+                     similarities: np.ndarray, facts: np.ndarray | None = None,
+                     similarity: Callable[[int, int], float] | None = None) -> tuple[list[Merge], Pairs]:
     """Merges for the similar pairs (rows[k], cols[k]) that state one fact, and the similar pairs of one type
     kept apart because their facts differ (look-alikes). Groups are complete-link: every two members state one
     fact, so "deploys", "staging deploys" and "production deploys" never end up in one group. `facts`: the
-    candidates' fact_ids, when the caller has them already."""
+    candidates' fact_ids, when the caller has them already. `similarity(i, j)`: the cosine of two candidates
+    worked out one way, whatever search found the pair (a merge records it: a blocked matrix product and a
+    search of a few vectors round float32 differently)."""
     kinds: dict = {}
     facts = fact_ids(candidates) if facts is None else facts
     # Type and scope: a Decision never merges with a Preference, nor one user's memory with another's.
@@ -109,6 +112,8 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
     rows, cols, similarities = rows[joined], cols[joined], similarities[joined]
     if rows.size == 0:
         return [], kept_apart
+    if similarity is not None:
+        similarities = np.array([similarity(a, b) for a, b in zip(rows.tolist(), cols.tolist())])
     n = len(candidates)
     _, labels = connected_components(coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n)), directed=False)
     lowest: dict[int, float] = defaultdict(lambda: 1.0)
@@ -122,6 +127,11 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
         for group in _complete_link(canonical_order(component)):
             merges.extend(_merges_of(group, lowest[label]))
     return merges, kept_apart
+
+
+def exact_cosine(unit: np.ndarray, a: int, b: int) -> float:
+    """The cosine of two unit rows, summed in float64: the same number whatever the rows' places in memory."""
+    return float(np.dot(unit[a].astype(np.float64), unit[b].astype(np.float64)))
 
 
 def fact_ids(candidates: Sequence[Candidate]) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import uuid
 from dataclasses import replace
 from datetime import timedelta
 
@@ -452,3 +453,82 @@ def test_a_control_node_made_anew_does_not_make_every_memory_look_changed(wide):
     assert first["pass"] == "full" and "no watermark" in first["pass_reason"]
     again = wide.engine.run(["cluster"])["results"]["cluster"]
     assert again["pass"] == "incremental" and again["memories_changed"] == 0
+
+
+# --- the benchmark's generated stores ------------------------------------------------------------------------
+
+
+def generated_dataset(n: int, seed: int):
+    """bench/dataset.py's store: planted topics, noise, restatements and updates (loaded by path: bench/ is
+    scripts, not a package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("bench_dataset", Path(__file__).parent.parent / "bench" / "dataset.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module.generate(n, NOW, seed=seed)
+
+
+def change_generated(services, rng, count: int) -> None:
+    """`count` changes of each kind through the stores' own writes: restatements of random memories, rewrites
+    into announcements of a changed detail, new announcements of one, archives, deletions and restores."""
+    graph, vectors, now = services.stores.graph, services.stores.vectors, NOW.isoformat()
+    ids = graph.falkor.scan_memories("coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'",
+                                     "m.id")[0]
+    chosen = [ids[i] for i in rng.choice(len(ids), 5 * count, replace=False)]
+    memories = {m["id"]: m for m in graph.get_memories(chosen)}
+    found, matrix = vectors.vectors(chosen)
+    vector_of = dict(zip(found, matrix))
+
+    def near(memory_id, spread):
+        vector = vector_of[memory_id] + spread * rng.standard_normal(matrix.shape[1]) / np.sqrt(matrix.shape[1])
+        return vector / np.linalg.norm(vector)
+
+    def announcing(memory):
+        detail = memory["content"].lower().split("detail ")[-1].split(" ")[0].rstrip(".!")
+        return f"{memory['content'].split('. ')[0]}: detail changed from {detail} to {detail}7."
+
+    restated, rewritten, announced, archived, deleted = (chosen[k * count:(k + 1) * count] for k in range(5))
+    new = [({**memories[i], "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "timestamp": now,
+             "content": memories[i]["content"].lower().rstrip(".") + "!"}, near(i, 0.18)) for i in restated]
+    new += [({**memories[i], "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "timestamp": now,
+              "content": announcing(memories[i])}, near(i, 0.4)) for i in announced]
+    vectors.upsert([VectorPoint(m["id"], v, {}) for m, v in new])
+    graph.create_memories([m for m, _ in new])
+    vectors.upsert([VectorPoint(i, near(i, 0.3), {}) for i in rewritten])
+    graph.replace_memories([{**memories[i], "timestamp": now, "content": announcing(memories[i])} for i in rewritten])
+    graph.archive(archived, now)
+    vectors.set_archived(archived, True)
+    services.engine.lifecycle.delete({i: "test" for i in deleted}, NOW)
+    for (duplicate,) in graph.falkor.execute("MATCH (d:Memory)-[:MERGED_INTO]->() RETURN d.id LIMIT $n", {"n": count}):
+        services.memories.restore(duplicate)
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_on_a_generated_store_an_incremental_run_matches_a_full_pass(tmp_path, seed):
+    data = generated_dataset(2000, seed)
+    settings = make_settings(tmp_path / "one", vector_size=384)
+    services = build_services(settings, clock=Clock())
+    try:
+        services.stores.vectors.upsert([VectorPoint(m["id"], v, {}) for m, v in zip(data.memories, data.vectors)])
+        services.stores.graph.upsert_memories(data.memories)
+        consolidate(services)
+        before = patterns(services)
+        change_generated(services, np.random.default_rng(seed), 20)
+    finally:
+        services.close()
+    shutil.copytree(tmp_path / "one", tmp_path / "two")
+    incremental = build_services(settings, clock=Clock())
+    full = build_services(settings.model_copy(update={"data_dir": tmp_path / "two"}), clock=Clock())
+    try:
+        fast, slow = consolidate(incremental), consolidate(full, full=True)
+        assert fast["dedup"]["pass"] == fast["cluster"]["pass"] == "incremental"
+        assert fast["dedup"]["memories_considered"] < slow["dedup"]["memories_processed"] / 4
+        assert slow["dedup"]["merged"] > 10 and slow["dedup"]["supersessions_total"] > 10  # not a trivial case
+        assert graph_state(incremental, before) == graph_state(full, before)
+    finally:
+        incremental.close()
+        full.close()

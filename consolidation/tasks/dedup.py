@@ -11,7 +11,8 @@ from typing import Any
 
 from ..facts import read_fact
 from ..hygiene import TERMS_VERSION, Candidate, Contradiction, Merge, Supersession, changes_over_time, \
-    duplicate_groups, fact_ids, merged_fields, simultaneous_conflicts, stored_terms, terms_stamp, with_same_facts
+    duplicate_groups, exact_cosine, fact_ids, merged_fields, simultaneous_conflicts, stored_terms, terms_stamp, \
+    with_same_facts
 from ..memory import MAX_COUNT
 from ..scopes import scope_codes
 from ..similarity import normalized
@@ -40,7 +41,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         candidates = candidates_of(inputs, ids, position)
         facts = fact_ids(candidates)
         pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
-    merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts)
+    merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts,
+                                          similarity=lambda a, b: exact_cosine(unit, a, b))
     active = after_merges(candidates, merges)
     row = {memory_id: index for index, memory_id in enumerate(ids)}
 

@@ -6,11 +6,11 @@ What a change can alter, and so what is read:
   split complete-link). A change can join, split or regroup only the groups it touches: from each changed
   memory (and each removed one, by its vector) every memory stating its fact is read, then theirs, until the
   groups are whole. Untouched groups merged what they could in an earlier run.
-- A change announcement is judged against its pool (the statements holding its old value and subject, or most
-  of its subject and new value) and its rivals. Its verdict can move only if it, its pool or its rivals changed:
-  the announcements that changed, and those whose stored anchors hold a term of a changed or removed statement
-  that could be in their pool, are judged again, each with its whole pool and rivals, found by the terms dedup
-  stores on every memory (an index lookup, not a read of every text).
+- A change announcement is judged against the statements it matches (hygiene.match_change) and its rivals. Its
+  verdict can move only if it changed, or what it matches or its rivals did: the announcements that changed,
+  and those that match a changed or removed statement (as it was, or as it is now), are judged again, each with
+  everything it can match (hygiene.pool_query) and its rivals, found through the terms dedup stores on every
+  memory (index lookups, not a read of every text).
 - Two statements recorded within a minute of each other that differ in one value conflict: a new conflict has
   a changed member, and its partner is related to it, so the changed memories' related neighbours recorded
   within that minute are read too.
@@ -30,8 +30,9 @@ from typing import Any
 import numpy as np
 
 from ..facts import Change, read_fact
-from ..hygiene import ORDER_TOLERANCE_SECONDS, Candidate, Merge, changes_over_time, duplicate_groups, \
-    in_matches, pool_query, simultaneous_conflicts, stated_together, stored_terms, terms_stamp
+from ..hygiene import ORDER_TOLERANCE_SECONDS, Candidate, Contradiction, Merge, Supersession, changes_over_time, \
+    duplicate_groups, exact_cosine, in_matches, pool_query, simultaneous_conflicts, stated_together, stored_terms, \
+    terms_stamp
 from ..lifecycle import decode_vector
 from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
 from ..stores.hygiene import HygieneListing
@@ -55,8 +56,8 @@ class Verdicts:
     candidates: list[Candidate]  # every candidate read, the pools of the announcements judged included
     merges: list[Merge]
     kept_apart: Pairs
-    supersessions: list
-    contradictions: list
+    supersessions: list[Supersession]
+    contradictions: list[Contradiction]
     similar_pairs: int
 
 
@@ -73,10 +74,9 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     try:
         region = Region.read(ctx)
         ctx.progress(0, len(region.ids))
-        verdicts = _judge(ctx, region)
+        v = _judge(ctx, region)
     except TooMuchChanged as exc:
         return {**dedup.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
-    v = verdicts
     if not dry_run:
         dedup.write(ctx, v.merges, v.supersessions, v.contradictions, {c.id: c.created for c in v.candidates})
         dedup.store_terms(ctx, v.candidates, region.read_changes, region.stamps)
@@ -99,7 +99,9 @@ def _judge(ctx: TaskContext, region: Region) -> Verdicts:
     index = {int(p): i for i, p in enumerate(positions)}
     rows = np.array([index[a] for a in pairs.rows.tolist()], dtype=INDEX)
     cols = np.array([index[b] for b in pairs.cols.tolist()], dtype=INDEX)
-    merges, kept_apart = duplicate_groups(grouped, rows, cols, pairs.similarities)
+    merges, kept_apart = duplicate_groups(
+        grouped, rows, cols, pairs.similarities,
+        similarity=lambda a, b: exact_cosine(region.unit, positions[a], positions[b]))
     judged = _judge_announcers(ctx, region, merges, [region.ids[p] for p in changed], removed)
     candidates, _ = region.candidates()
     active = dedup.after_merges(candidates, merges)
