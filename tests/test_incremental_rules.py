@@ -14,7 +14,7 @@ from consolidation.facts import read_fact
 from consolidation.hygiene import Candidate, match_change, may_change, may_state_together, pool_query, \
     stated_together, stored_terms
 from consolidation.passes import plan_pass
-from consolidation.similarity import clusters, normalized, pairs_against, similar_pairs_exact
+from consolidation.similarity import BallIndex, Partition, clusters, normalized, pairs_against, similar_pairs_exact
 from consolidation.stores.graph import MetaPatternRecord
 from consolidation.tasks.dedup_incremental import drive_terms
 from tests.conftest import NOW
@@ -155,3 +155,24 @@ def test_the_touched_region_gives_the_clusters_a_full_pass_finds(seed):
     assert recomputed | kept == full_clusters(unit, threshold, min_size)
     assert recomputed.isdisjoint(kept)
     assert old and recomputed and kept and region.members.size < unit.shape[0]  # the case is not trivial
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_searches_find_every_pair_comparing_everything_finds(seed):
+    """Grouped (a partition per kind or scope) and pruned (clusters as balls) searches against the plain one."""
+    rng = np.random.default_rng(seed)
+    unit = planted(rng, topics=8, size=12, loners=40)
+    groups = rng.integers(0, 3, unit.shape[0])
+    found = similar_pairs_exact(unit, 0.75)
+    balls = clusters(unit.shape[0], found.rows, found.cols, 4)
+    queries = rng.choice(unit.shape[0], 40, replace=False)
+
+    def pairs(found):
+        return set(zip(found.rows.tolist(), found.cols.tolist()))
+
+    everything = pairs_against(unit[queries], unit, 0.75)
+    assert everything.rows.size > 40 and balls  # the case is not trivial
+    assert pairs(BallIndex(unit, balls).search(unit[queries], 0.75)) == pairs(everything)
+    within = {(q, j) for q, j in pairs(everything) if groups[queries[q]] == groups[j]}
+    assert pairs(pairs_against(unit[queries], unit, 0.75, groups[queries], Partition(unit, groups))) == within
+    assert pairs(BallIndex(unit, balls, groups).search(unit[queries], 0.75, groups[queries])) == within

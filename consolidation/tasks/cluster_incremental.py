@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ..clusters import TooMuchChanged, cluster_region, region_clusters, touched
+from ..clusters import TooMuchChanged, Touched, cluster_region, region_clusters, touched
 from ..scopes import scope_codes
-from ..similarity import Pairs, Partition, normalized, pairs_against, similar_pairs_exact
+from ..similarity import BallIndex, Pairs, normalized, similar_pairs_exact
 from . import cluster
 from .context import TaskContext
 
@@ -41,7 +41,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     patterns = touched(stored, position, set(changed.tolist()), settings.consolidation_cluster_min_size)
     threshold = settings.consolidation_cluster_similarity
     try:
-        region = cluster_region(changed, patterns, len(ids), _search(unit, scopes, threshold),
+        region = cluster_region(changed, patterns, len(ids), _search(unit, scopes, threshold, patterns),
                                 _within(unit, scopes, threshold), max(SEARCH_FLOOR, int(SEARCH_SHARE * len(ids))))
     except TooMuchChanged as exc:
         return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
@@ -53,12 +53,14 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
             "memories_changed": int(changed.size), "memories_considered": int(region.members.size)}
 
 
-def _search(unit: np.ndarray, scopes: np.ndarray, threshold: float):
-    """Candidates against every candidate of their scope: pairs (query number, position)."""
-    partition = Partition(unit, scopes) if scopes.size and np.any(scopes != scopes[0]) else None
+def _search(unit: np.ndarray, scopes: np.ndarray, threshold: float, patterns: list[Touched]):
+    """Candidates against every candidate of their scope: pairs (query number, position). The MetaPatterns'
+    members are the balls of an exact index: a search skips the clusters it cannot reach."""
+    index = BallIndex(unit, [entry.members for entry in patterns],
+                      scopes if scopes.size and np.any(scopes != scopes[0]) else None)
 
     def search(positions: np.ndarray) -> Pairs:
-        return pairs_against(unit[positions], unit, threshold, scopes[positions], partition)
+        return index.search(unit[positions], threshold, scopes[positions])
 
     return search
 
