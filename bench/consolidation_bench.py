@@ -2,7 +2,8 @@
 
 For each N, one child process generates a store with planted topics and writes it; a second opens it as the
 service would after a restart (so its memory is the service's, not the generator's) and times every task dry and
-real, a full run with status requests sent meanwhile, and the similarity graph's recall against exact.
+real (full passes), a full run with status requests sent meanwhile, the similarity graph's recall against exact,
+and an incremental rerun after 1 % of the memories changed (against a full pass after the same kind of change).
 
     .venv/bin/python bench/consolidation_bench.py                     # 1k, 10k, 100k -> docs/performance.md
     .venv/bin/python bench/consolidation_bench.py --sizes 1000 --out /tmp/perf.md
@@ -14,10 +15,12 @@ import argparse
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -39,6 +42,7 @@ from consolidation.timeutil import parse_iso, utc_now  # noqa: E402
 TOKEN = "benchmark-admin-token-0123456789"
 RECALL_SAMPLE = 2000
 SCOPES = 1000  # users the scoped full run splits the store into
+CHANGED_SHARE = 0.01  # memories changed before the incremental rerun
 TARGETS = {  # DESIGN section 7 and issue 10, seconds at 10k / 100k (None: no target at that size)
     "decay": (1.0, 5.0), "dedup": (None, 5.0), "creative": (0.1, 0.1), "cluster": (2.0, 15.0),
     "forget dry run": (1.0, 5.0), "full run": (None, 12.0),
@@ -93,7 +97,8 @@ def measure(n: int, data_dir: Path, exact_recall: bool) -> dict:
     services = build_services(settings)
     try:
         measured = {"n": n, "reference_loop_seconds": reference_loop(), **time_tasks(services),
-                    **full_run(services, settings), "recall": recall(services, settings, exact_recall)}
+                    **full_run(services, settings), "recall": recall(services, settings, exact_recall),
+                    **incremental_rerun(services, n)}
     finally:
         services.close()
     return {**measured, **scoped_full_run(data_dir, n)}
@@ -111,7 +116,7 @@ def scoped_full_run(data_dir: Path, n: int) -> dict:
             falkor.execute("MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after "
                            "SET m.user_id = 'user-' + toString(id(m) % $scopes)",
                            {"first": first, "after": first + 10000, "scopes": min(SCOPES, n)})
-        result = services.engine.run(list(TASK_NAMES), trigger="benchmark")
+        result = services.engine.run(list(TASK_NAMES), trigger="benchmark", full=True)
         assert result["success"], result
         progress(f"full run in {min(SCOPES, n)} scopes: {result['duration_seconds']:.2f} s")
         return {"scoped_full_run_seconds": result["duration_seconds"], "scopes": min(SCOPES, n)}
@@ -147,7 +152,7 @@ def time_tasks(services) -> dict:
     for task, dry in plan:
         label = f"{task} {'dry run' if dry else 'rerun' if (task, dry) in seen else 'real'}"
         seen.add((task, dry))
-        report = services.engine.run([task], dry_run=dry)["results"][task]
+        report = services.engine.run([task], dry_run=dry, full=True)["results"][task]
         assert report["success"], report
         timings[label] = report["seconds"]
         counts[label] = report.get("memories_processed")
@@ -170,7 +175,7 @@ def full_run(services, settings) -> dict:
     headers = {"Authorization": f"Bearer {TOKEN}"}
     baseline = _current_memory_mb()
     _reset_peak_memory()
-    run = services.engine.begin(list(TASK_NAMES), dry_run=False, trigger="benchmark")
+    run = services.engine.begin(list(TASK_NAMES), dry_run=False, trigger="benchmark", full=True)
     started = time.monotonic()
     worker = services.engine.execute_in_background(run)
     latencies = []
@@ -190,6 +195,64 @@ def full_run(services, settings) -> dict:
             _graph_server_rss_mb(services), "status_requests": len(latencies),
             "status_p50_ms": round(float(np.percentile(ms, 50)), 1), "status_p99_ms":
             round(float(np.percentile(ms, 99)), 1), "status_max_ms": round(float(ms.max()), 1)}
+
+
+def incremental_rerun(services, n: int) -> dict:
+    """Change 1 % of the memories (half new restatements of others, half existing ones rewritten to announce a
+    change of their detail, with a new vector), then time a run of all five tasks as the scheduler takes it
+    between full passes (dedup, creative, cluster incremental; decay and forget always full). Then change
+    another 1 % the same way and time a full pass, for the same work done the long way."""
+    rng = np.random.default_rng(23)
+    count = max(2, round(CHANGED_SHARE * n))
+    change_memories(services, rng, count)
+    result = services.engine.run(list(TASK_NAMES), trigger="benchmark")
+    assert result["success"], result
+    passes = {task: report["pass"] for task, report in result["results"].items()}
+    assert all(passes[task] == "incremental" for task in ("dedup", "creative", "cluster")), passes
+    seconds = {task: report["seconds"] for task, report in result["results"].items()}
+    considered = {task: result["results"][task].get("memories_considered") for task in ("dedup", "cluster")}
+    progress(f"incremental rerun after {count} changed: {result['duration_seconds']:.2f} s ({seconds}; read "
+             f"{considered})")
+    change_memories(services, rng, count)
+    full = services.engine.run(list(TASK_NAMES), trigger="benchmark", full=True)
+    assert full["success"], full
+    progress(f"full pass after {count} changed: {full['duration_seconds']:.2f} s")
+    return {"incremental_seconds": result["duration_seconds"], "incremental_tasks": seconds,
+            "incremental_considered": considered, "changed": count,
+            "full_after_change_seconds": full["duration_seconds"]}
+
+
+def change_memories(services, rng: np.random.Generator, count: int) -> None:
+    """`count` changes through the stores' own writes (so each is marked): new restatements of random active
+    memories, and rewrites of others into announcements that their detail changed."""
+    graph, vectors = services.stores.graph, services.stores.vectors
+    ids = graph.falkor.scan_memories("coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'",
+                                     "m.id")[0]
+    chosen = [ids[i] for i in rng.choice(len(ids), count, replace=False)]
+    memories = {m["id"]: m for m in graph.get_memories(chosen)}
+    found, matrix = vectors.vectors(chosen)
+    vector_of = dict(zip(found, matrix))
+    now = utc_now().isoformat()
+    new, rewritten = [], []
+    for k, memory_id in enumerate(chosen):
+        memory, vector = memories[memory_id], vector_of[memory_id]
+        noise = rng.standard_normal(vector.shape[0]) / np.sqrt(vector.shape[0])
+        if k % 2 == 0:
+            copy = {**memory, "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "timestamp": now,
+                    "content": memory["content"].lower().rstrip(".") + "!"}
+            new.append((copy, vector + 0.18 * noise))
+        else:
+            # As the dataset's own updates: "Note 7 about ...: detail changed from 417 to 418."
+            found = re.search(r"[Dd]etail (\d+)|to (\d+)\.$", memory["content"])  # a note, or an earlier update
+            detail = int(next(g for g in found.groups() if g)) if found else int(rng.integers(1000))
+            head = re.split(r"[.!] [Dd]etail|: detail", memory["content"])[0]
+            changed = {**memory, "timestamp": now, "content": f"{head}: detail changed from {detail} to {detail + 1}."}
+            rewritten.append((changed, vector + 0.3 * noise))
+    for memories_written, write in ((new, graph.create_memories), (rewritten, graph.replace_memories)):
+        vectors.upsert([VectorPoint(m["id"], v / np.linalg.norm(v), {"relevance_score": m.get("relevance_score"),
+                                                                     "archived": False, "type": m.get("type")})
+                        for m, v in memories_written])
+        write([m for m, _ in memories_written])
 
 
 def recall(services, settings, exact_recall: bool) -> dict:
@@ -311,6 +374,7 @@ def render(results: list[dict], arguments: str) -> str:
     lines.append("| full run in 1,000 scopes (user_id), real | "
                  + " | ".join(f"{seconds:.2f} s ({ratio:.2f}×)" for seconds, ratio in scoped)
                  + " | | <= 1.2× the unscoped full run |")
+    lines += _incremental_rows(results)
     rows = [
         ("memories clustered (relevance > 0.3)", [f"{r['recall']['vectors']:,}" for r in results], ""),
         ("similarity-graph edge recall", [_recall(r["recall"]) for r in results], ">= 0.98 at 100k"),
@@ -327,6 +391,25 @@ def render(results: list[dict], arguments: str) -> str:
         lines.append(f"| {name} | " + " | ".join(values) + f" | | {target} |")
     return TEMPLATE.format(command=f".venv/bin/python bench/consolidation_bench.py {arguments}".strip(),
                            machine=_machine(), table="\n".join(lines))
+
+
+def _incremental_rows(results: list[dict]) -> list[str]:
+    """The incremental rerun after 1 % changed: its time (and its ratio to the full run above), a full pass
+    after the same kind of change, each task's share, and how many memories dedup and clustering read."""
+    ratios = [(r["incremental_seconds"], r["incremental_seconds"] / r["full_run_seconds"]) for r in results]
+    return [
+        "| incremental rerun after 1 % changed (all five, real) | "
+        + " | ".join(f"{seconds:.2f} s ({ratio:.2f}×)" for seconds, ratio in ratios)
+        + " | | <= 0.1× the full run |",
+        "| full pass after 1 % changed (all five, real) | "
+        + " | ".join(f"{r['full_after_change_seconds']:.2f} s" for r in results) + " | | |",
+        "| incremental rerun: decay / dedup / creative / cluster / forget | "
+        + " | ".join(" / ".join(f"{r['incremental_tasks'][t]:.2f}" for t in TASK_NAMES) + " s" for r in results)
+        + " | | |",
+        "| memories changed / read by the incremental dedup, cluster | "
+        + " | ".join(f"{r['changed']:,} / {r['incremental_considered']['dedup']:,}, "
+                     f"{r['incremental_considered']['cluster']:,}" for r in results) + " | | |",
+    ]
 
 
 def _target(target: tuple[float | None, float | None]) -> str:
@@ -365,8 +448,12 @@ sent every 20 ms. Forget runs with archive / delete thresholds of 0.1 / 0.02 so 
 "rerun" is the same task again right away: the steady state (decay rewrites only scores that moved more than
 `CONSOLIDATION_SCORE_EPSILON`; dedup finds nothing left to merge; clustering finds every cluster unchanged).
 The full run comes after the individual runs, so it is that steady state too; its neighbour graph is computed
-once, by dedup, and reused by clustering. Last, every memory gets a `user_id` (node id modulo 1,000) and a
-full run goes with `CONSOLIDATION_SCOPE_PROPERTIES=user_id`: the cost of searching each scope on its own.
+once, by dedup, and reused by clustering. Every run above is a full pass (`full: true`). Then 1 % of the
+memories change (half new restatements, half rewritten to announce a change, with new vectors) and the five
+tasks run as the scheduler runs them between full passes: dedup, creative and cluster incremental, decay and
+forget full; its ratio is to the full run above. Another 1 % changes and a full pass runs, for comparison.
+Last, every memory gets a `user_id` (node id modulo 1,000) and a full run goes with
+`CONSOLIDATION_SCOPE_PROPERTIES=user_id`: the cost of searching each scope on its own.
 
 {table}
 

@@ -77,9 +77,11 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 @main.command()
 @click.option("--task", type=click.Choice([*TASK_NAMES, "full"]), default="full", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Compute and report, write nothing.")
+@click.option("--full-pass", is_flag=True,
+              help="dedup, creative and cluster read every memory, not what changed since their last run.")
 @click.option("--url", help=URL_HELP)
 @click.option("--graph", help=GRAPH_HELP)
-def consolidate(task: str, dry_run: bool, url: str | None, graph: str | None) -> None:
+def consolidate(task: str, dry_run: bool, full_pass: bool, url: str | None, graph: str | None) -> None:
     """Run consolidation once and print the result as JSON (exit status 1 if a task failed).
 
     On a terminal, a bar per task on stderr follows the run (with --url, as often as the status is polled).
@@ -90,7 +92,7 @@ def consolidate(task: str, dry_run: bool, url: str | None, graph: str | None) ->
         remote = _remote(url, settings, graph)
         try:
             with RunBars(on_terminal(), tasks) as bars:
-                run = remote.consolidate(None if task == "full" else tasks, dry_run, bars.show)
+                run = remote.consolidate(None if task == "full" else tasks, dry_run, bars.show, full_pass)
                 bars.show(run)
         except ServiceError as exc:
             raise click.ClickException(exc.detail) from None
@@ -102,7 +104,7 @@ def consolidate(task: str, dry_run: bool, url: str | None, graph: str | None) ->
     services = _open(settings)
     try:
         engine = _graph(services, graph, create=False).engine
-        begun = engine.begin(tasks, dry_run=dry_run, trigger="cli")
+        begun = engine.begin(tasks, dry_run=dry_run, trigger="cli", full=full_pass)
         with RunBars(on_terminal(), tasks, lambda: _state_of(begun)):
             result = engine.execute(begun)
     finally:

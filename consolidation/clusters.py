@@ -1,11 +1,15 @@
-"""Stable cluster identity: which existing MetaPattern each new cluster continues, and which ones dissolved."""
+"""Stable cluster identity: which existing MetaPattern each new cluster continues, and which ones dissolved; and
+which clusters the changes since a run touch (an incremental run recomputes only those)."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
+from .similarity import clusters
 from .stores.graph import MetaPatternRecord
 
 # A cluster continues a MetaPattern when at least half of one of them is in the other.
@@ -52,3 +56,122 @@ def match_clusters(
     ]
     retired = sorted(p.id for p in patterns if p.id not in taken)
     return matches, retired
+
+
+class TooMuchChanged(Exception):
+    """The changes reach so much of the store that a full pass costs about the same."""
+
+
+@dataclass(frozen=True)
+class Touched:
+    """A MetaPattern as an incremental run sees it: its members' positions among the candidates now, and
+    whether it is broken (a member changed or is no longer a candidate), so its members' pairs must be read."""
+
+    pattern: MetaPatternRecord
+    members: np.ndarray
+    broken: bool
+
+
+@dataclass
+class ClusterRegion:
+    """The candidates whose clusters the changes touch (positions), the pairs among them (positions, plus a chain
+    through each intact MetaPattern: its members are known to be connected), and the MetaPatterns touched."""
+
+    members: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    similar_pairs: int  # pairs read (the chains excluded)
+    patterns: list[MetaPatternRecord]
+
+
+def touched(patterns: Sequence[MetaPatternRecord], position: dict[str, int], changed: set[int],
+            min_size: int) -> list[Touched]:
+    """Each MetaPattern with its members' positions. Broken: a member changed, is no longer a candidate (or was
+    deleted: fewer members than its cluster_size), or it is smaller than clusters are now."""
+    found = []
+    for pattern in patterns:
+        members = np.array(sorted(position[m] for m in pattern.member_ids if m in position), dtype=np.int64)
+        broken = (members.size < len(pattern.member_ids) or members.size < min_size
+                  or (pattern.size is not None and pattern.size != len(pattern.member_ids))
+                  or any(int(m) in changed for m in members))
+        found.append(Touched(pattern, members, broken))
+    return found
+
+
+def cluster_region(changed: Sequence[int], patterns: Sequence[Touched], n: int, search: Callable,
+                   within: Callable, most_searched: int) -> ClusterRegion:
+    """The region of every cluster a change touches, whole (pure, given the searches).
+
+    After a run each cluster of the minimum size is exactly a MetaPattern's members; smaller components are
+    stored nowhere. So: every changed candidate is searched (`search(positions)` -> pairs of (query number,
+    position)); a MetaPattern reached, or broken, joins whole (an intact one's members are connected among
+    themselves and have no pair with an unchanged memory outside; a broken one's pairs are read by
+    `within(positions)` -> pairs of local numbers); a candidate reached that is in no MetaPattern is searched
+    in turn, to read its small component whole. TooMuchChanged past `most_searched` searches."""
+    owners: dict[int, list[int]] = {}
+    for k, entry in enumerate(patterns):
+        for member in entry.members.tolist():
+            owners.setdefault(member, []).append(k)
+    in_region = np.zeros(n, dtype=bool)
+    taken: set[int] = set()
+    edges: list[tuple[np.ndarray, np.ndarray]] = []
+    chains: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def take(k: int) -> None:
+        if k in taken:
+            return
+        taken.add(k)
+        members = patterns[k].members
+        in_region[members] = True
+        if patterns[k].broken:
+            local = within(members)
+            edges.append((members[local.rows], members[local.cols]))
+        else:
+            chains.append((members[:-1], members[1:]))
+
+    for k, entry in enumerate(patterns):
+        if entry.broken:
+            take(k)
+    queue = sorted(set(int(c) for c in changed))
+    in_region[queue] = True
+    searched: set[int] = set()
+    while queue:
+        batch = np.array([p for p in queue if p not in searched], dtype=np.int64)
+        queue = []
+        if batch.size == 0:
+            break
+        searched.update(batch.tolist())
+        if len(searched) > most_searched:
+            raise TooMuchChanged(f"the changes reach more than {most_searched} memories to search: a full pass "
+                                 "costs about the same")
+        hits = search(batch)
+        first, second = batch[hits.rows], hits.cols.astype(np.int64)
+        keep = first != second
+        edges.append((first[keep], second[keep]))
+        for target in np.unique(second[keep]).tolist():
+            if target in owners:
+                for k in owners[target]:
+                    take(k)
+            elif not in_region[target]:
+                in_region[target] = True
+                queue.append(target)
+    return _region(in_region, edges, chains, [patterns[k].pattern for k in sorted(taken)])
+
+
+def _region(in_region: np.ndarray, edges: list, chains: list, patterns: list[MetaPatternRecord]) -> ClusterRegion:
+    empty = [np.zeros(0, dtype=np.int64)]
+    found_rows, found_cols = (np.concatenate([side[k] for side in edges] + empty) for k in (0, 1))
+    rows = np.concatenate([found_rows] + [a for a, _ in chains]).astype(np.int64)
+    cols = np.concatenate([found_cols] + [b for _, b in chains]).astype(np.int64)
+    # Distinct pairs read (a pair found from both ends once); by sorting: numpy's hashing unique is far slower.
+    keys = np.sort(np.minimum(found_rows, found_cols) * max(1, in_region.size) + np.maximum(found_rows, found_cols))
+    read = int(np.count_nonzero(np.diff(keys))) + int(keys.size > 0)
+    return ClusterRegion(np.flatnonzero(in_region), rows, cols, read, patterns)
+
+
+def region_clusters(region: ClusterRegion, min_size: int) -> list[np.ndarray]:
+    """The clusters (connected components of at least `min_size`) within the region, as arrays of positions."""
+    local = np.full(int(region.members.max()) + 1 if region.members.size else 0, -1, dtype=np.int64)
+    local[region.members] = np.arange(region.members.size)
+    groups = clusters(region.members.size, local[region.rows], local[region.cols], min_size)
+    return [region.members[g] for g in groups]

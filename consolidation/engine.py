@@ -20,15 +20,17 @@ from .errors import RunInProgress, StoreUnavailable
 from .heartbeat import Heartbeat
 from .lifecycle import Lifecycle
 from .neighbours import NeighbourGraph
+from .passes import INCREMENTAL_TASKS, plan_pass
 from .schedule import due_tasks, next_due
 from .settings import TASK_NAMES, Settings
 from .stores import Stores
-from .stores.control import ControlStore
+from .stores.changes import CHANGE
+from .stores.control import ControlStore, Watermark
 from .stores.runs import RunStore
 from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
 from .summaries import Summarizer
-from .tasks import TASKS, TaskContext
+from .tasks import TASKS, TaskContext, incremental_version
 from .timeutil import to_iso, utc_now
 
 log = logging.getLogger(__name__)
@@ -51,11 +53,12 @@ class Run:
     lease_lost: bool = False
     scope: dict[str, str] | None = None  # a run of one scope; None: every memory
     graph: str | None = None
+    full: bool = False  # the caller asked for full passes (dedup, creative, cluster otherwise may be incremental)
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "graph": self.graph, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
                 "trigger": self.trigger, "started_at": to_iso(self.started_at),
-                **({"scope": self.scope} if self.scope else {})}
+                **({"scope": self.scope} if self.scope else {}), **({"full": True} if self.full else {})}
 
 
 class ConsolidationEngine:
@@ -81,13 +84,15 @@ class ConsolidationEngine:
 
     # --- running ---------------------------------------------------------------------------------
 
-    def begin(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None = None) -> Run:
+    def begin(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None = None,
+              full: bool = False) -> Run:
         """Take the run lease and record a new run; RunInProgress if another run holds the lease. `scope`
-        limits the run to the memories of one scope (checked before the lease is taken)."""
+        limits the run to the memories of one scope (checked before the lease is taken); `full` makes every
+        task a full pass."""
         if scope is not None:
             self.stores.graph.scoping.within(scope)
         run = self._leased_run(tasks, dry_run, trigger)
-        run.scope = scope
+        run.scope, run.full = scope, full
         self._open_record(run)
         return run
 
@@ -97,6 +102,7 @@ class ConsolidationEngine:
         keeper.start()
         neighbours = NeighbourGraph(self.settings)  # computed by the first task that needs it, shared after
         try:
+            self._mark_unmarked(run)
             for task in run.tasks:
                 if run.lease_lost:
                     run.results[task] = {"success": False, "error": "run lease lost to another process"}
@@ -109,8 +115,8 @@ class ConsolidationEngine:
         return result
 
     def run(self, tasks: Sequence[str], dry_run: bool = False, trigger: str = "manual",
-            scope: dict[str, str] | None = None) -> dict[str, Any]:
-        return self.execute(self.begin(tasks, dry_run, trigger, scope))
+            scope: dict[str, str] | None = None, full: bool = False) -> dict[str, Any]:
+        return self.execute(self.begin(tasks, dry_run, trigger, scope, full))
 
     def execute_in_background(self, run: Run) -> threading.Thread:
         """Execute a begun run on its own thread, so an HTTP request can answer at once."""
@@ -263,30 +269,55 @@ class ConsolidationEngine:
         graph, hygiene = self.stores.graph, self.lifecycle.hygiene
         if run.scope:
             graph, hygiene = graph.within(run.scope), hygiene.within(run.scope)
+        control = self.control.state()  # at the task's start: its watermark, and the change counter now
+        now = self.clock()
+        plan = plan_pass(task, control, now, self.settings.consolidation_full_pass_interval_seconds,
+                         incremental_version(task, self.settings), run.full, bool(run.scope))
         ctx = TaskContext(self.settings, graph, hygiene, self.stores.vectors, self.lifecycle, self.summarizer,
-                          now=self.clock(), neighbours=neighbours, progress=ProgressWriter(self.runs, run, task))
+                          now=now, neighbours=neighbours, progress=ProgressWriter(self.runs, run, task),
+                          since=plan.since)
         started = time.monotonic()
         try:
-            report = {**TASKS[task](ctx, run.dry_run), "success": True}
+            # The task may fall back to a full pass (its report then says so, overriding the plan's words).
+            report = {"pass": plan.name, "pass_reason": plan.reason, **TASKS[task](ctx, run.dry_run),
+                      "success": True}
         except Exception as exc:  # a failing task is recorded and retried later; it must not end the run
             log.exception("consolidation %s failed run=%s", task, run.id)
-            report = {"success": False, "error": f"{type(exc).__name__}: {exc}"}
+            report = {"pass": plan.name, "success": False, "error": f"{type(exc).__name__}: {exc}"}
         report["seconds"] = round(time.monotonic() - started, 3)
         metrics.record_task(task, report, run.dry_run)
-        log.info("consolidation %s done graph=%s processed=%s seconds=%.3f success=%s dry_run=%s run=%s", task,
-                 run.graph, report.get("memories_processed", 0), report["seconds"], report["success"], run.dry_run, run.id)
+        log.info("consolidation %s done graph=%s processed=%s seconds=%.3f success=%s dry_run=%s pass=%s run=%s",
+                 task, run.graph, report.get("memories_processed", 0), report["seconds"], report["success"],
+                 run.dry_run, report["pass"], run.id)
         if not run.dry_run and not run.scope:  # the schedule is the whole graph's: one scope's run leaves it
-            self._record(run, task, ctx.now, report)
+            self._record(run, task, ctx.now, report, _watermark(task, control, report, ctx.now, self.settings))
         return report
 
-    def _record(self, run: Run, task: str, ran_at: datetime, report: dict[str, Any]) -> None:
+    def _mark_unmarked(self, run: Run) -> None:
+        """Before a whole-graph run, give the memories another program wrote a change marker, so the tasks'
+        watermarks cover them from now on (a dry run writes nothing: its tasks count them as changed)."""
+        if run.dry_run or run.scope:
+            return
+        try:
+            marked = self.stores.graph.mark_unmarked()
+        except Exception:  # the tasks still treat unmarked memories as changed; the next run marks them
+            log.exception("consolidation could not mark unmarked memories run=%s", run.id)
+            return
+        if marked:
+            log.info("consolidation marked memories written without a change marker count=%s run=%s", marked,
+                     run.id)
+
+    def _record(self, run: Run, task: str, ran_at: datetime, report: dict[str, Any],
+                watermark: Watermark | None = None) -> None:
         entry = {"task": task, "ran_at": to_iso(ran_at), "memories_processed": report.get("memories_processed", 0),
                  "duration_seconds": report["seconds"], "success": report["success"], "run_id": run.id,
                  "trigger": run.trigger}
+        if task in INCREMENTAL_TASKS:
+            entry["full_pass"] = report.get("pass") == "full"
         if not report["success"]:
             entry["error"] = report["error"]
         limit = self.settings.consolidation_history_limit
-        self._write_or_defer(f"history of {task}", lambda: self.control.record_task(task, entry, limit))
+        self._write_or_defer(f"history of {task}", lambda: self.control.record_task(task, entry, limit, watermark))
 
     def _finish(self, run: Run) -> dict[str, Any]:
         finished = self.clock()
@@ -358,6 +389,17 @@ def _public_lease(lease) -> dict[str, Any] | None:
     if lease is None:
         return None
     return {"holder": lease.holder, "run_id": lease.run_id, "task": lease.task, "expires_at": lease.expires_at}
+
+
+def _watermark(task: str, control: dict[str, Any], report: dict[str, Any], ran_at: datetime,
+               settings: Settings) -> Watermark | None:
+    """What a successful run of an incremental task leaves for its next run: the change counter as it was at
+    the task's start (changes written during the task are seen next time), and when it was a full pass."""
+    if task not in INCREMENTAL_TASKS or not report["success"]:
+        return None
+    full = report.get("pass") == "full"
+    return Watermark(int(control.get(CHANGE) or 0), incremental_version(task, settings),
+                     to_iso(ran_at) if full else None)
 
 
 def _public_run(run: dict[str, Any]) -> dict[str, Any]:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
@@ -33,6 +34,9 @@ PAIR_CHUNK = 200_000
 # Memories with one fact key are compared directly only in groups this small (a larger group of
 # word-for-word restatements is left to the neighbour graph: its pairs are close anyway).
 SAME_FACT_GROUP_LIMIT = 50
+# The version of the terms dedup stores on each memory (stored_terms): raise it whenever a change to facts.py or
+# to stored_terms changes any text's terms; the next dedup run is then a full pass that stores them anew.
+TERMS_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +90,14 @@ class Contradiction:
 # --- duplicates -----------------------------------------------------------------------------------------------
 
 def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray,
-                     similarities: np.ndarray, facts: np.ndarray | None = None) -> tuple[list[Merge], Pairs]:
+                     similarities: np.ndarray, facts: np.ndarray | None = None,
+                     similarity: Callable[[int, int], float] | None = None) -> tuple[list[Merge], Pairs]:
     """Merges for the similar pairs (rows[k], cols[k]) that state one fact, and the similar pairs of one type
     kept apart because their facts differ (look-alikes). Groups are complete-link: every two members state one
     fact, so "deploys", "staging deploys" and "production deploys" never end up in one group. `facts`: the
-    candidates' fact_ids, when the caller has them already."""
+    candidates' fact_ids, when the caller has them already. `similarity(i, j)`: the cosine of two candidates
+    worked out one way, whatever search found the pair (a merge records it: a blocked matrix product and a
+    search of a few vectors round float32 differently)."""
     kinds: dict = {}
     facts = fact_ids(candidates) if facts is None else facts
     # Type and scope: a Decision never merges with a Preference, nor one user's memory with another's.
@@ -105,6 +112,8 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
     rows, cols, similarities = rows[joined], cols[joined], similarities[joined]
     if rows.size == 0:
         return [], kept_apart
+    if similarity is not None:
+        similarities = np.array([similarity(a, b) for a, b in zip(rows.tolist(), cols.tolist())])
     n = len(candidates)
     _, labels = connected_components(coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n, n)), directed=False)
     lowest: dict[int, float] = defaultdict(lambda: 1.0)
@@ -118,6 +127,11 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
         for group in _complete_link(canonical_order(component)):
             merges.extend(_merges_of(group, lowest[label]))
     return merges, kept_apart
+
+
+def exact_cosine(unit: np.ndarray, a: int, b: int) -> float:
+    """The cosine of two unit rows, summed in float64: the same number whatever the rows' places in memory."""
+    return float(np.dot(unit[a].astype(np.float64), unit[b].astype(np.float64)))
 
 
 def fact_ids(candidates: Sequence[Candidate]) -> np.ndarray:
@@ -150,6 +164,60 @@ def with_same_facts(pairs: Pairs, candidates: list[Candidate], facts: np.ndarray
     similarities = np.einsum("ij,ij->i", unit[rows], unit[cols])
     close = similarities >= threshold
     return pairs.union(Pairs(rows[close], cols[close], similarities[close]), len(candidates))
+
+
+def stated_together(a: Candidate, b: Candidate) -> bool:
+    """Whether duplicate_groups joins a similar pair into one group: one type and scope, and equal keys, or keys
+    one term apart whose texts state one fact. An incremental run follows these links to read a group whole."""
+    if a.type != b.type or a.scope != b.scope:
+        return False
+    return a.fact.key == b.fact.key or (len(a.fact.key ^ b.fact.key) == 1 and compatible(a, b))
+
+
+def may_state_together(key: frozenset[str], terms: frozenset[str]) -> bool:
+    """Whether a memory whose stored terms are `terms` can have a key equal to `key` or one term apart from it
+    (it holds all of `key` but at most one term): a cheap test before its text is read."""
+    return len(key & terms) >= len(key) - 1
+
+
+class PoolQuery(NamedTuple):
+    """What a statement's stored terms must hold for match_change to match it with a change: every `required`
+    term, at least `need` of the `counted` ones, and no more than `slack` other words (the fewest words of its
+    texts' statements, `least`, at most the counted terms held plus `slack`)."""
+
+    required: frozenset[str]
+    counted: frozenset[str]
+    need: int
+    slack: int
+
+
+def pool_query(change: Change) -> PoolQuery:
+    """PoolQuery of a change, from match_change's conditions: a change naming its old value matches statements
+    holding that value and its whole subject, with at most MAX_EXTRA_WORDS_NAMED words besides; one that does
+    not substitutes one value (two at most when it names the new one, all of whose subject it holds besides),
+    with at most MAX_EXTRA_WORDS + 1 words dropped."""
+    after = change.subject | change.new
+    if change.old:
+        required = change.old | change.subject
+        return PoolQuery(required, required | change.new, len(required), MAX_EXTRA_WORDS_NAMED)
+    if change.new:
+        return PoolQuery(change.subject - change.new, after, max(1, len(after) - 2), MAX_EXTRA_WORDS + 1)
+    return PoolQuery(frozenset(), after, max(1, len(after) - 1), MAX_EXTRA_WORDS + 1)
+
+
+def in_matches(announcer: Candidate, change: Change, statement: Candidate) -> bool:
+    """Whether a statement is among the memories a change of this announcer matches (_changed_statements), its
+    relatedness aside: whether its arrival or departure can move the announcer's verdict."""
+    if not change.old and not _before(statement, announcer):
+        return False
+    return _best_match(change, statement) is not None
+
+
+def may_change(change: Change, terms: frozenset[str], least: int = 0) -> bool:
+    """Whether a memory with these stored terms (and fewest statement words `least`) can be matched by the change."""
+    query = pool_query(change)
+    held = len(query.counted & terms)
+    return query.required <= terms and held >= query.need and least <= held + query.slack
 
 
 def one_fact(first: tuple[frozenset[str], str], second: tuple[frozenset[str], str]) -> bool:
@@ -261,14 +329,16 @@ def _within_scope(related: callable) -> callable:
     return lambda a, b: a.scope == b.scope and related(a, b)
 
 
-def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tuple[list[Supersession],
-                                                                                     list[Contradiction]]:
+def changes_over_time(candidates: Sequence[Candidate], related: callable,
+                      only: Collection[str] | None = None) -> tuple[list[Supersession], list[Contradiction]]:
     """Each memory announcing a change, matched with the older statements it changes; `related(a, b)` says
     whether two memories' vectors are close enough to be about one thing at all. A memory stands for the texts
-    merged into it as well: any of them may announce, or state, what is matched."""
+    merged into it as well: any of them may announce, or state, what is matched. `only`: the ids of the
+    announcers to judge (an incremental run's), the others serving as statements and rivals."""
     related = _within_scope(related)
+    announcing_ones = [i for i, c in enumerate(candidates) if c.fact.change is not None or c.merged_texts]
+    announcers = [i for i in announcing_ones if only is None or candidates[i].id in only]
     # Only the terms a change looks statements up by are indexed (its old value, subject and new value).
-    announcers = [i for i, c in enumerate(candidates) if c.fact.change is not None or c.merged_texts]
     wanted = {t for i in announcers for fact, _ in candidates[i].variants if fact.change is not None
               for t in fact.change.old | fact.change.subject | fact.change.new}
     by_term: dict[str, set[int]] = defaultdict(set)
@@ -281,7 +351,7 @@ def changes_over_time(candidates: Sequence[Candidate], related: callable) -> tup
     # Who announces a change of which value of which subject: rival changes are looked up here, not among
     # every memory naming the subject (in a large store that is most of them).
     announcing: dict[tuple[frozenset[str], frozenset[str]], set[int]] = defaultdict(set)
-    for index in announcers:
+    for index in announcing_ones:
         for fact, _ in candidates[index].variants:
             if fact.change is not None:
                 announcing[fact.change.subject, fact.change.old].add(index)
@@ -428,6 +498,32 @@ def _order(announcer: Candidate, older: Candidate, extra: int, reason: str,
     a, b = sorted((announcer.id, older.id))
     contradictions.append(Contradiction(a, b, 0.6 if when == "before" else 0.5,
                                         f"{reason}, but it was recorded {when} the memory it changes"))
+
+
+class StoredTerms(NamedTuple):
+    terms: list[str]
+    anchors: list[str]
+    least: int
+
+
+def stored_terms(candidate: Candidate) -> StoredTerms:
+    """What dedup stores on a memory so that a later incremental run finds it by term without reading its text:
+    every term of its key and statement, over the texts it stands for; the anchors of the changes it announces
+    (the old value a change names, else its subject and new value), by which the changes a new or removed
+    statement may concern are found; and the fewest words of its texts' statements (pool_query's slack)."""
+    terms: set[str] = set()
+    anchors: set[str] = set()
+    for fact, _ in candidate.variants:
+        terms |= fact.key | fact.statement
+        if fact.change is not None:
+            anchors |= fact.change.old or (fact.change.subject | fact.change.new)
+    least = min(len(fact.statement - {PREFER}) for fact, _ in candidate.variants)
+    return StoredTerms(sorted(terms), sorted(anchors), least)
+
+
+def terms_stamp(change: float) -> str:
+    """The stamp of terms read from a memory as of its change number (and the rules of TERMS_VERSION)."""
+    return f"{TERMS_VERSION}:{int(change)}"
 
 
 def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -> list[Contradiction]:

@@ -81,7 +81,7 @@ class Lifecycle:
         if tombstone is None:
             raise NotFound(f"memory {memory_id} has no tombstone (never existed, or its retention period ended)")
         properties = tombstone["memory"]["properties"]
-        vector = _vector_from(tombstone.get("vector"))
+        vector = decode_vector(tombstone.get("vector"))
         if vector is None:
             vector = self.embedder.embed([properties.get("content") or ""])[0]
         restored_props = {**properties, "archived": False}
@@ -139,6 +139,7 @@ class Lifecycle:
             memories = self.graph.get_memories(part)
             vectors = self.embedder.embed([m.get("content") or "" for m in memories])
             self.vectors.upsert([VectorPoint(m["id"], v, payload_of(m)) for m, v in zip(memories, vectors)])
+            self.graph.mark_changed([m["id"] for m in memories])  # a new vector: new neighbours
 
 
 def _tombstone(memory_id: str, reason: str, snapshot: dict[str, Any], vector, now: datetime) -> dict[str, Any]:
@@ -154,7 +155,7 @@ def _tombstone(memory_id: str, reason: str, snapshot: dict[str, Any], vector, no
     }
 
 
-def _vector_from(encoded: str | None) -> np.ndarray | None:
+def decode_vector(encoded: str | None) -> np.ndarray | None:
     if not encoded:
         return None
     return np.frombuffer(base64.b64decode(encoded), dtype=np.float32)

@@ -71,9 +71,10 @@ class RemoteService:
                 return merged
         return _merged(written)
 
-    def consolidate(self, tasks: list[str] | None, dry_run: bool, progress: Callable[[dict], None]) -> dict[str, Any]:
+    def consolidate(self, tasks: list[str] | None, dry_run: bool, progress: Callable[[dict], None],
+                    full_pass: bool = False) -> dict[str, Any]:
         """Start a run (202) and follow it until it ends; the run's record is the result."""
-        body: dict[str, Any] = {"dry_run": dry_run}
+        body: dict[str, Any] = {"dry_run": dry_run, **({"full": True} if full_pass else {})}
         if tasks:
             body["task"] = tasks[0]
         started = self._json("POST", "/consolidate", json=body)

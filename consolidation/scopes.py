@@ -51,6 +51,14 @@ class Scoping:
                  for name in self.properties]
         return " + '/' + ".join(parts)
 
+    def key_of(self, properties: Mapping[str, Any]) -> str:
+        """The scope key key_expression gives, for the properties of a memory that is no longer a node (a
+        deleted memory's tombstone keeps them)."""
+        if not self.properties:
+            return ""
+        values = [properties.get(name) for name in self.properties]
+        return "/".join(f"{len(v)}:{v}" for v in (value if isinstance(value, str) else "" for value in values))
+
 
 def check_scope_value(name: str, value: Any) -> None:
     """A scope value is a non-empty string of printable characters (it is compared, never interpreted)."""

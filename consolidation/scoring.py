@@ -10,6 +10,8 @@ RELATIONSHIP_WEIGHT = 0.3
 RECENT_ACCESS_DAYS = 1.0
 DEFAULT_IMPORTANCE = 0.5
 DEFAULT_CONFIDENCE = 0.5
+# Clustering and creative look only at memories scored above this; a score crossing it is a change (stores/changes).
+CANDIDATE_RELEVANCE = 0.3
 
 
 def relevance_scores(

@@ -21,6 +21,7 @@ MEMORY_PROPERTIES = frozenset({
     "id", "content", "type", "importance", "confidence", "tags", "timestamp", "last_accessed", "access_count",
     "protected", "protected_reason", "embedding", "relevance_score", "archived", "archived_at", "merged_into",
     "superseded_by", "distinct_from", "restored_at", "created_at", "updated_at", "cluster_size", "superseded_at",
+    "change_seq", "fact_terms", "fact_anchors", "fact_least", "fact_stamp",
 })
 ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 
@@ -70,6 +71,9 @@ class Settings(BaseModel):
     consolidation_creative_interval_seconds: Seconds = Field(604800, description="seconds >= 0 (0 disables)")
     consolidation_cluster_interval_seconds: Seconds = Field(2592000, description="seconds >= 0 (0 disables)")
     consolidation_forget_interval_seconds: Seconds = Field(0, description="seconds >= 0 (0 disables)")
+    consolidation_full_pass_interval_seconds: Seconds = Field(
+        604800, description="seconds >= 0 between full passes of dedup, creative and cluster, which in between "
+                            "work on what changed since their last run (0: every run is a full pass)")
     consolidation_history_limit: int = Field(20, ge=1, le=1000, description="an integer 1..1000")
     consolidation_lease_seconds: float = Field(
         60.0, ge=3, le=3600, description="seconds 3..3600 a run's lease lasts without renewal"

@@ -92,6 +92,52 @@ def similar_pairs_within(unit: np.ndarray, groups: np.ndarray | None, threshold:
     return Pairs.joined(parts)
 
 
+class Partition:
+    """Vectors sorted by group once, so that each group's vectors are one contiguous block (no copy per search)."""
+
+    def __init__(self, unit: np.ndarray, groups: np.ndarray):
+        self.order = np.argsort(groups, kind="stable")
+        self.keys = groups[self.order]
+        self.sorted = unit[self.order]
+
+    def members(self, group: int) -> tuple[np.ndarray, np.ndarray]:
+        """The positions of a group's vectors and the vectors themselves (a view)."""
+        low, high = np.searchsorted(self.keys, group), np.searchsorted(self.keys, group, side="right")
+        return self.order[low:high], self.sorted[low:high]
+
+
+def pairs_against(queries: np.ndarray, unit: np.ndarray, threshold: float, query_groups: np.ndarray | None = None,
+                  groups: Partition | None = None) -> Pairs:
+    """Every pair (k, j) of a query vector k and a vector j of `unit` with cosine >= threshold, within one group
+    when the vectors are partitioned: an incremental run's search of what changed against everything, exact, by
+    blocked matrix products. Each group's queries meet only that group's vectors, so the work is the sum over
+    groups of queries x vectors. `rows` are query numbers and `cols` vector positions (a query that is one of
+    the vectors finds itself too: the caller knows which to drop)."""
+    if groups is None:
+        return _pairs_against(queries, unit, threshold)
+    parts = []
+    for group in np.unique(query_groups).tolist():
+        asking = np.flatnonzero(query_groups == group)
+        positions, vectors = groups.members(group)
+        if positions.size == 0:
+            continue
+        found = _pairs_against(queries[asking], vectors, threshold)
+        parts.append((asking[found.rows].astype(INDEX), positions[found.cols].astype(INDEX), found.similarities))
+    return Pairs.joined(parts)
+
+
+def _pairs_against(queries: np.ndarray, unit: np.ndarray, threshold: float) -> Pairs:
+    n = unit.shape[0]
+    block = max(1, BLOCK_BYTES // (4 * max(n, 1)))
+    parts = []
+    for start in range(0, queries.shape[0], block):
+        stop = min(queries.shape[0], start + block)
+        scores = queries[start:stop] @ unit.T
+        rows, cols = np.nonzero(scores >= threshold)
+        parts.append(((rows + start).astype(INDEX), cols.astype(INDEX), scores[rows, cols]))
+    return Pairs.joined(parts)
+
+
 def similar_pairs_exact(unit: np.ndarray, threshold: float, progress=_no_progress) -> Pairs:
     """Every pair i < j with cosine >= threshold, by blocked matrix products over the upper triangle."""
     n = unit.shape[0]
@@ -210,3 +256,48 @@ def clusters(n: int, rows: np.ndarray, cols: np.ndarray, min_size: int) -> list[
     starts = np.concatenate(([0], np.cumsum(sizes)))
     found = [order[starts[label] : starts[label + 1]] for label in big]
     return sorted(found, key=len, reverse=True)
+
+
+class BallIndex:
+    """Vectors partly grouped into balls (a centre and the widest angle from it to a member): a search skips
+    every ball no query can reach at the threshold, since on the sphere angle(q, m) >= angle(q, c) - angle(m, c),
+    and compares the rest exactly, so it finds the same pairs as comparing everything, with far fewer products.
+    Vectors in no ball are always compared. Clustering's MetaPatterns make good balls: tight, and most memories
+    are in one."""
+
+    MARGIN = 1e-6  # radians: float rounding never prunes a ball that holds a pair
+
+    def __init__(self, unit: np.ndarray, balls: list[np.ndarray], groups: np.ndarray | None = None):
+        self.unit, self.groups = unit, groups
+        self.balls = [members for members in balls if members.size]
+        inside = np.zeros(unit.shape[0], dtype=bool)
+        for members in self.balls:
+            inside[members] = True
+        self.loose = np.flatnonzero(~inside)
+        self.loose_vectors = unit[self.loose]
+        centres = [unit[members].astype(np.float64).mean(axis=0) for members in self.balls]
+        self.centres = normalized(np.array(centres)) if centres else np.zeros((0, unit.shape[1]))
+        self.radii = np.array([np.arccos(np.clip((unit[m] @ c).min(), -1, 1)) for m, c in zip(self.balls, self.centres)])
+
+    def search(self, queries: np.ndarray, threshold: float, query_groups: np.ndarray | None = None) -> Pairs:
+        """pairs_against(queries, unit, threshold, query_groups, groups): pairs (query number, position)."""
+        parts = [self._search(queries, np.arange(queries.shape[0]), self.loose, self.loose_vectors, threshold,
+                              query_groups)]
+        if self.balls:
+            reach = np.arccos(np.clip(threshold, -1, 1)) + self.radii + self.MARGIN
+            angles = np.arccos(np.clip(queries.astype(np.float64) @ self.centres.T, -1, 1))
+            for ball in np.flatnonzero((angles <= reach).any(axis=0)).tolist():
+                asking = np.flatnonzero(angles[:, ball] <= reach[ball])
+                members = self.balls[ball]
+                parts.append(self._search(queries, asking, members, self.unit[members], threshold, query_groups))
+        return Pairs.joined(parts)
+
+    def _search(self, queries, asking, positions, vectors, threshold, query_groups):
+        found = _pairs_against(queries[asking], vectors, threshold)
+        rows, cols = asking[found.rows], positions[found.cols]
+        if self.groups is not None:  # within one group only (a scope)
+            keep = query_groups[rows] == self.groups[cols]
+            rows, cols, similarities = rows[keep], cols[keep], found.similarities[keep]
+        else:
+            similarities = found.similarities
+        return rows.astype(INDEX), cols.astype(INDEX), similarities

@@ -65,7 +65,7 @@ def test_request_models_are_the_ones_the_routes_validate(client):
         return schemas[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
 
     consolidate = body_schema("/consolidate")
-    assert set(consolidate["properties"]) == {"task", "mode", "dry_run", "wait", "scope"}
+    assert set(consolidate["properties"]) == {"task", "mode", "dry_run", "full", "wait", "scope"}
     assert consolidate["additionalProperties"] is False
     assert document["paths"]["/consolidate"]["post"]["requestBody"]["required"] is False
     memory = body_schema("/memory")

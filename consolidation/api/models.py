@@ -27,6 +27,9 @@ class ConsolidateRequest(Strict):
     task: TaskChoice | None = Field(None, description="one task; full, all or omitted: all five in order")
     mode: TaskChoice | None = Field(None, description="AutoMem's name for task (give one of the two)")
     dry_run: bool = Field(False, description="report what would change, write nothing")
+    full: bool = Field(False, description="dedup, creative and cluster read every memory (a full pass) instead of "
+                                          "what changed since their last run (see CONSOLIDATION_FULL_PASS_INTERVAL_"
+                                          "SECONDS)")
     wait: bool = Field(False, description="answer 200 with the result when done, instead of 202 at once")
     scope: dict[str, str] | None = Field(
         None, description="run one scope alone: a value for each of CONSOLIDATION_SCOPE_PROPERTIES, e.g. "
@@ -159,6 +162,8 @@ class HistoryEntry(BaseModel):
     run_id: str | None = None
     trigger: str | None = None
     error: str | None = None
+    full_pass: bool | None = Field(None, description="dedup, creative, cluster: whether it read every memory "
+                                                     "(else what changed since its last run)")
 
 
 class Lease(BaseModel):

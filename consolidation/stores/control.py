@@ -9,7 +9,25 @@ from typing import Any
 from ..settings import TASK_NAMES
 from .falkor import Falkor
 
-CONTROL = "(c:ConsolidationControl {id: 'singleton'})"
+
+
+def control_node(variable: str) -> str:
+    """The pattern of the singleton control node, bound to `variable` (other stores' queries reach it too)."""
+    return f"({variable}:ConsolidationControl {{id: 'singleton'}})"
+
+
+CONTROL = control_node("c")
+
+
+@dataclass(frozen=True)
+class Watermark:
+    """What a successful whole-graph run of an incremental task leaves for the next one: the change sequence
+    at its start (every change up to it was seen), the version of the rules its stored state follows, and
+    when it was a full pass (None: it was incremental)."""
+
+    sequence: int
+    version: int
+    full_pass_at: str | None
 
 
 @dataclass(frozen=True)
@@ -47,22 +65,24 @@ class ControlStore:
                       expires_at) if live else None
         return props, lease
 
-    def record_task(self, task: str, entry: dict[str, Any], history_limit: int) -> None:
-        """Prepend a history entry; on success set last_<task>, on failure count it for the retry backoff."""
+    def record_task(self, task: str, entry: dict[str, Any], history_limit: int,
+                    watermark: Watermark | None = None) -> None:
+        """Prepend a history entry; on success set last_<task> (and the task's watermark, when given), on
+        failure count it for the retry backoff."""
         if task not in TASK_NAMES:
             raise ValueError(f"unknown task {task}")
         self.ensure()
         history = [entry, *self.state()["history"]][:history_limit]
+        params: dict[str, Any] = {"history": json.dumps(history), "ran_at": entry["ran_at"]}
         if entry["success"]:
             # A record written late (after a store outage) must not move last_<task> backwards.
-            update = (f"c.last_{task} = CASE WHEN c.last_{task} > $ran_at THEN c.last_{task} ELSE $ran_at END, "
+            update = (f"c.last_{task} = {_latest(f'c.last_{task}', '$ran_at')}, "
                       f"c.failures_{task} = 0, c.last_failure_{task} = null")
+            if watermark is not None:
+                update += _watermark_update(task, watermark, params)
         else:
             update = f"c.failures_{task} = coalesce(c.failures_{task}, 0) + 1, c.last_failure_{task} = $ran_at"
-        self.falkor.execute(
-            f"MATCH {CONTROL} SET c.history = $history, {update}",
-            {"history": json.dumps(history), "ran_at": entry["ran_at"]},
-        )
+        self.falkor.execute(f"MATCH {CONTROL} SET c.history = $history, {update}", params)
 
     # --- the lease: who may run consolidation now -------------------------------------------------------
 
@@ -149,6 +169,20 @@ class Claim:
 
 LEASE = Claim("lease", "run_id", ("holder", "task"))
 BINDING = Claim("vectors", "store_id", ("holder",))
+
+
+def _latest(stored: str, given: str) -> str:
+    """The later of a stored value and a given one (ISO times and sequence numbers both compare in order)."""
+    return f"CASE WHEN {stored} > {given} THEN {stored} ELSE {given} END"
+
+
+def _watermark_update(task: str, watermark: Watermark, params: dict[str, Any]) -> str:
+    params.update(sequence=watermark.sequence, version=watermark.version, full_at=watermark.full_pass_at)
+    update = (f", c.watermark_{task} = {_latest(f'c.watermark_{task}', '$sequence')}, "
+              f"c.rules_{task} = $version")
+    if watermark.full_pass_at is not None:
+        update += f", c.last_full_{task} = {_latest(f'c.last_full_{task}', '$full_at')}"
+    return update
 
 
 def _decode_history(raw: Any) -> list[dict[str, Any]]:

@@ -11,7 +11,10 @@ import numpy as np
 import redis
 
 from ..scopes import Scoping
+from ..scoring import CANDIDATE_RELEVANCE
 from ..timeutil import epoch_seconds
+from .changes import CHANGE, NEXT_CHANGE, STAMP, changed_after, without_bookkeeping
+from .control import control_node
 from .falkor import Falkor, booleans, chunked, floats
 
 ACTIVE = "coalesce(m.archived, false) = false"
@@ -21,6 +24,11 @@ RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 DEGREE = "indegree(m) + outdegree(m)"
 SUPERSEDED = "m.superseded_by IS NOT NULL"
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
+# Range indexes the queries rely on: ids, change markers ("changed since"), and dedup's stored fact terms
+# (array properties: FalkorDB indexes each element, so "memories holding term t" is an index lookup).
+INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
+           ("Tombstone", "memory_id"), ("Tombstone", CHANGE), ("ConsolidationRun", "id"), ("MergeRecord", "id"),
+           ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"))
 
 
 @dataclass
@@ -65,6 +73,21 @@ class SampledMemory:
 class MetaPatternRecord:
     id: str
     member_ids: frozenset[str]
+    size: int | None = None  # the cluster size it was written with (more than its members now: one was deleted)
+
+
+@dataclass
+class Listing:
+    """Ids, scope keys and change numbers of the memories a task looks at (NaN: never marked)."""
+
+    ids: list[str]
+    scopes: list[str]
+    changes: np.ndarray
+
+    def changed_since(self, since: int) -> np.ndarray:
+        """Positions of the memories changed after `since`; an unmarked memory (written by another program)
+        counts as changed."""
+        return np.flatnonzero(np.isnan(self.changes) | (self.changes > since))
 
 
 class GraphStore:
@@ -80,9 +103,7 @@ class GraphStore:
 
     def ensure_schema(self) -> None:
         """Create the indexes the queries rely on, if missing."""
-        for label, field in (("Memory", "id"), ("Tombstone", "memory_id"), ("ConsolidationRun", "id"),
-                             ("MergeRecord", "id"), ("MergeRecord", "duplicate_id"),
-                             ("MergeRecord", "group_id")):
+        for label, field in INDEXES:
             try:
                 self.falkor.execute(f"CREATE INDEX FOR (n:{label}) ON (n.{field})")
             except redis.ResponseError as exc:
@@ -94,7 +115,8 @@ class GraphStore:
     def upsert_memories(self, memories: Sequence[dict[str, Any]]) -> None:
         """Create each memory, or update the stored fields of one with the same id."""
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MERGE (m:Memory {id: row.id}) SET m += row", list(memories), chunk=500
+            NEXT_CHANGE + f"UNWIND $rows AS row MERGE (m:Memory {{id: row.id}}) SET m += row SET {STAMP}",
+            list(memories), chunk=500
         )
 
     def create_memories(self, memories: Sequence[dict[str, Any]]) -> set[str]:
@@ -102,17 +124,23 @@ class GraphStore:
         created: set[str] = set()
         for part in chunked(list(memories), 500):
             rows = self.falkor.execute(
-                "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.id}) WITH row WHERE e IS NULL "
-                "CREATE (m:Memory) SET m = row RETURN m.id",
+                NEXT_CHANGE + "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.id}) "
+                f"WITH row, change WHERE e IS NULL CREATE (m:Memory) SET m = row SET {STAMP} RETURN m.id",
                 {"rows": list(part)},
             )
             created.update(row[0] for row in rows)
         return created
 
     def replace_memories(self, memories: Sequence[dict[str, Any]]) -> None:
-        """Replace every property of existing memories (their edges stay)."""
-        self.falkor.write_chunks("UNWIND $rows AS row MATCH (m:Memory {id: row.id}) SET m = row", list(memories),
-                                 chunk=500)
+        """Replace every property of existing memories (their edges stay). The fact terms dedup stored stay too:
+        they describe the text replaced (its change number no longer matches them), which the next incremental
+        dedup needs to find what that text was part of."""
+        self.falkor.write_chunks(
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) "
+            "WITH m, row, change, m.fact_terms AS terms, m.fact_anchors AS anchors, m.fact_least AS least, "
+            f"m.fact_stamp AS stamp SET m = row SET {STAMP}, m.fact_terms = terms, m.fact_anchors = anchors, "
+            "m.fact_least = least, m.fact_stamp = stamp",
+            list(memories), chunk=500)
 
     def remove_memories(self, ids: Sequence[str]) -> None:
         """Remove nodes outright (undoing a write that failed half-way; forgetting goes through tombstones)."""
@@ -130,7 +158,7 @@ class GraphStore:
                 "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN properties(m)", {"ids": list(part)},
                 read_only=True,
             )
-            found.extend(dict(row[0]) for row in rows)
+            found.extend(without_bookkeeping(dict(row[0])) for row in rows)
         return found
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
@@ -146,7 +174,39 @@ class GraphStore:
             "ELSE m.access_count END RETURN properties(m)",
             {"id": memory_id, "at": accessed_at, "most": most_uses},
         )
-        return dict(rows[0][0]) if rows else None
+        return without_bookkeeping(dict(rows[0][0])) if rows else None
+
+    def mark_changed(self, ids: Sequence[str]) -> None:
+        """Stamp memories as changed (a write elsewhere changed what they are, e.g. their vector)."""
+        self.falkor.write_chunks(NEXT_CHANGE + f"UNWIND $rows AS id MATCH (m:Memory {{id: id}}) SET {STAMP}",
+                                 list(ids))
+
+    def mark_unmarked(self) -> int:
+        """Stamp the memories no change marker names yet (written by another program, or before markers
+        existed), so later runs find them, and only their later changes, by the index. Returns how many.
+        MetaPatterns are left alone: no incremental task reads them as memories.
+
+        A control node made anew (removed by hand, or a graph restored without it) restarts the counter below
+        the markers memories and tombstones carry, which would then read as changed after every watermark: the
+        counter is moved past them first."""
+        counter = self._change_counter()
+        columns = self.falkor.scan_memories(
+            f"(m.{CHANGE} IS NULL OR m.{CHANGE} > $counter) AND {NOT_SUMMARY}", f"m.id, m.{CHANGE}",
+            {"counter": counter})
+        ids, marks = (columns[0], floats(columns[1])) if columns else ([], np.zeros(0))
+        tombstones = self.falkor.execute(f"MATCH (t:Tombstone) WHERE t.{CHANGE} > $counter RETURN max(t.{CHANGE})",
+                                         {"counter": counter}, read_only=True)
+        ahead = np.nanmax(np.concatenate([marks, floats([row[0] for row in tombstones]), [counter]]))
+        if ahead > counter:
+            self.falkor.execute(f"MERGE {control_node('c')} SET c.{CHANGE} = CASE WHEN c.{CHANGE} > $ahead "
+                                f"THEN c.{CHANGE} ELSE $ahead END", {"ahead": int(ahead)})
+        unmarked = [memory_id for memory_id, mark in zip(ids, marks) if np.isnan(mark)]
+        self.mark_changed(unmarked)
+        return len(unmarked)
+
+    def _change_counter(self) -> int:
+        rows = self.falkor.execute(f"MATCH {control_node('c')} RETURN c.{CHANGE}", read_only=True)
+        return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
     def count_memories(self) -> int:
         return int(self.falkor.execute("MATCH (m:Memory) RETURN count(m)", read_only=True)[0][0])
@@ -172,9 +232,13 @@ class GraphStore:
     def write_scores(self, node_ids: Sequence[int], ids: Sequence[str], scores: Iterable[float]) -> None:
         """Set relevance scores by internal node id (a direct seek), checking the memory id still matches."""
         rows = [[int(node), memory_id, float(score)] for node, memory_id, score in zip(node_ids, ids, scores)]
+        # A score crossing the candidate line adds the memory to clustering and creative, or takes it out:
+        # that is a change for them (compared with the stored score, in the query, so no other write races it).
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MATCH (m) WHERE id(m) = row[0] AND m.id = row[1] SET m.relevance_score = row[2]",
-            rows,
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (m) WHERE id(m) = row[0] AND m.id = row[1] "
+            f"WITH m, row, change, ({RELEVANCE} > $line) <> (row[2] > $line) AS crossed "
+            f"SET m.{CHANGE} = CASE WHEN crossed THEN change ELSE m.{CHANGE} END, m.relevance_score = row[2]",
+            rows, line=CANDIDATE_RELEVANCE,
         )
 
     # --- creative associations ---------------------------------------------------------------------
@@ -209,6 +273,17 @@ class GraphStore:
         created = epoch_seconds(row[2] for row in rows)
         return [SampledMemory(row[0], row[1] or "Memory", float(t), row[3]) for row, t in zip(rows, created)]
 
+    def sample_changed(self, min_relevance: float, size: int, since: int) -> tuple[list[SampledMemory], int]:
+        """A uniform random sample of the memories sample_memories would consider that changed after `since`
+        (one indexed read of the changed ones, then a sample of those), and how many there were."""
+        rows = self.falkor.execute(
+            f"MATCH (m:Memory) WHERE {changed_after()} AND {RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} "
+            f"AND {self.scoping.where()} RETURN m.id, m.type, m.timestamp, {self.scoping.key_expression()}",
+            {"since": since, "min": min_relevance, **self.scoping.params()}, read_only=True)
+        total, rows = len(rows), random.sample(rows, min(size, len(rows)))
+        created = epoch_seconds(row[2] for row in rows)
+        return [SampledMemory(row[0], row[1] or "Memory", float(t), row[3]) for row, t in zip(rows, created)], total
+
     def linked_pairs(self, ids: Sequence[str]) -> set[frozenset[str]]:
         """Pairs among these memories that already share an edge of any type or direction."""
         rows = self.falkor.execute(
@@ -238,6 +313,15 @@ class GraphStore:
             f"m.id, {self.scoping.key_expression()}", {"min": min_relevance, **self.scoping.params()})
         return (columns[0], columns[1]) if columns else ([], [])
 
+    def cluster_listing(self, min_relevance: float) -> Listing:
+        """cluster_candidates with each memory's change number (for an incremental run)."""
+        columns = self.falkor.scan_memories(
+            f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}",
+            f"m.id, {self.scoping.key_expression()}, m.{CHANGE}", {"min": min_relevance, **self.scoping.params()})
+        if not columns:
+            return Listing([], [], np.zeros(0))
+        return Listing(columns[0], columns[1], floats(columns[2]))
+
     def memory_details(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Type, timestamp, importance and scope properties of the given memories, by id."""
         scope = "".join(f", m.{name}" for name in self.scoping.properties)
@@ -263,10 +347,11 @@ class GraphStore:
         """The active MetaPatterns with the ids of the memories each summarizes."""
         rows = self.falkor.records(
             f"MATCH (p:MetaPattern) WHERE coalesce(p.archived, false) = false AND {self.scoping.where('p')} "
-            "OPTIONAL MATCH (p)-[:SUMMARIZES]->(m:Memory) RETURN p.id, collect(m.id)",
+            "OPTIONAL MATCH (p)-[:SUMMARIZES]->(m:Memory) RETURN p.id, collect(m.id), p.cluster_size",
             self.scoping.params(), read_only=True,
         )
-        return [MetaPatternRecord(row[0], frozenset(row[1])) for row in rows]
+        return [MetaPatternRecord(row[0], frozenset(row[1]), row[2] if isinstance(row[2], int) else None)
+                for row in rows]
 
     def save_meta_patterns(self, patterns: Sequence[dict[str, Any]], added: Sequence[tuple[str, str]],
                            removed: Sequence[tuple[str, str]]) -> None:
@@ -316,7 +401,8 @@ class GraphStore:
 
     def archive(self, ids: Sequence[str], archived_at: str) -> None:
         self.falkor.write_chunks(
-            "UNWIND $rows AS id MATCH (m:Memory {id: id}) SET m.archived = true, m.archived_at = $at",
+            NEXT_CHANGE + f"UNWIND $rows AS id MATCH (m:Memory {{id: id}}) SET m.archived = true, "
+            f"m.archived_at = $at, {STAMP}",
             list(ids),
             at=archived_at,
         )
@@ -324,8 +410,8 @@ class GraphStore:
     def unarchive(self, memory_id: str, restored_at: str) -> None:
         """Back from the archive; the restore counts as a use and starts a fresh grace period."""
         self.falkor.execute(
-            "MATCH (m:Memory {id: $id}) SET m.archived = false, m.archived_at = null, m.last_accessed = $at, "
-            "m.restored_at = $at", {"id": memory_id, "at": restored_at}
+            NEXT_CHANGE + "MATCH (m:Memory {id: $id}) SET m.archived = false, m.archived_at = null, "
+            f"m.last_accessed = $at, m.restored_at = $at, {STAMP}", {"id": memory_id, "at": restored_at}
         )
 
 

@@ -14,12 +14,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..scopes import Scoping
-from .falkor import Falkor, booleans, chunked
+from .changes import CHANGE, NEXT_CHANGE, changed_after
+from .falkor import Falkor, booleans, chunked, floats
+from .graph import Listing
 from .tombstones import edge_groups, restore_edges, snapshot
 
 CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed", "tags")
 ACTIVE_MEMORY = "coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'"
+INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, indegree(m) + outdegree(m), m.access_count, m.protected, "
+                 f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp")
+TERM_LOOKUP_CHUNK = 200
+# Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
+# time out queries after a second).
+POOL_CHUNK = 50
 
 
 @dataclass
@@ -37,6 +47,16 @@ class HygieneInputs:
     distinct_from: dict[str, list[str]]
     merged_texts: dict[str, list[str]]  # canonical id -> the contents merged into it
     scopes: list[str] = field(default_factory=list)
+    changes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # change numbers, NaN when unmarked
+    stamps: list[str | None] = field(default_factory=list)  # what the stored fact terms were read from
+
+
+@dataclass
+class HygieneListing(Listing):
+    """Every active memory dedup looks at, light: ids, scopes, changes, and what finds neighbours cheaply."""
+
+    types: list[str] = field(default_factory=list)
+    timestamps: list[str | None] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -60,27 +80,112 @@ class HygieneStore:
 
     def inputs(self) -> HygieneInputs:
         columns = self.falkor.scan_memories(
-            f"{ACTIVE_MEMORY} AND {self.scoping.where()}", "m.id, m.type, m.content, m.timestamp, indegree(m) + outdegree(m), m.access_count, "
-            f"m.protected, m.superseded_by IS NOT NULL, {self.scoping.key_expression()}", self.scoping.params())
-        if not columns:
-            return HygieneInputs([], [], [], [], [], [], [], [], {}, {}, [])
-        ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes = columns
+            f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
+            INPUT_COLUMNS.format(scope=self.scoping.key_expression()), self.scoping.params())
         distinct = self.falkor.records(
             f"MATCH (m:Memory) WHERE {ACTIVE_MEMORY} AND m.distinct_from IS NOT NULL RETURN m.id, m.distinct_from",
             read_only=True)
-        merged_texts: dict[str, list[str]] = {}
-        for canonical, content in self.falkor.execute(
-                "MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory) WHERE coalesce(m.archived, false) = false "
-                "RETURN m.id, d.content", read_only=True):
-            merged_texts.setdefault(canonical, []).append(content or "")
-        return HygieneInputs(
-            ids=list(ids), types=[t or "Memory" for t in types], contents=[c or "" for c in contents],
-            timestamps=list(timestamps), connections=[int(d) for d in degrees],
-            access_counts=[int(u) if str(u).lstrip("-").isdigit() else 0 for u in uses],
-            protected=list(booleans(protected)), superseded=list(booleans(superseded)),
-            distinct_from={memory_id: list(others) for memory_id, others in distinct},
-            merged_texts=merged_texts, scopes=list(scopes),
-        )
+        merged = self.falkor.execute(
+            "MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory) WHERE coalesce(m.archived, false) = false "
+            "RETURN m.id, d.content", read_only=True)
+        return _inputs(columns, distinct, merged)
+
+    def inputs_of(self, ids: Sequence[str]) -> HygieneInputs:
+        """inputs(), for the active memories among `ids` only (an incremental run's region), in batches."""
+        rows, distinct, merged = [], [], []
+        columns = INPUT_COLUMNS.format(scope=self.scoping.key_expression())
+        for part in chunked(list(ids), 5000):
+            params = {"ids": list(part), **self.scoping.params()}
+            rows += self.falkor.execute(
+                f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) WHERE {ACTIVE_MEMORY} AND {self.scoping.where()} "
+                f"RETURN {columns}", params, read_only=True)
+            distinct += self.falkor.records(
+                "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.distinct_from IS NOT NULL "
+                "RETURN m.id, m.distinct_from", params, read_only=True)
+            merged += self.falkor.execute(
+                "UNWIND $ids AS id MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory {id: id}) RETURN m.id, d.content",
+                params, read_only=True)
+        return _inputs([list(column) for column in zip(*rows)], distinct, merged)
+
+    def listing(self) -> HygieneListing:
+        """Every active memory's id, scope, change number, type and time, without its text (cheap to read)."""
+        columns = self.falkor.scan_memories(
+            f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
+            f"m.id, {self.scoping.key_expression()}, m.{CHANGE}, m.type, m.timestamp", self.scoping.params())
+        if not columns:
+            return HygieneListing([], [], np.zeros(0))
+        ids, scopes, changes, types, timestamps = columns
+        return HygieneListing(list(ids), list(scopes), floats(changes), [t or "Memory" for t in types],
+                              list(timestamps))
+
+    def archived_since(self, since: int) -> list[tuple[str, str, str, str, str | None]]:
+        """Memories archived (by forget or a merge) after the `since` change number: id, text, type, scope, time."""
+        return [tuple(row) for row in self.falkor.execute(
+            f"MATCH (m:Memory) WHERE {changed_after()} AND coalesce(m.archived, false) = true "
+            f"AND coalesce(m.type, '') <> 'MetaPattern' AND {self.scoping.where()} "
+            f"RETURN m.id, coalesce(m.content, ''), coalesce(m.type, 'Memory'), {self.scoping.key_expression()}, "
+            "m.timestamp", {"since": since, **self.scoping.params()}, read_only=True)]
+
+    # --- stored fact terms: which memories hold a term, without reading every text ------------------------------
+
+    def previous_terms(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
+        """The fact terms stored on these memories, whatever text they were read from (for a memory whose text
+        was replaced since: the old text's)."""
+        found = {}
+        for part in chunked(list(ids), 5000):
+            found.update((memory_id, frozenset(terms)) for memory_id, terms in self.falkor.records(
+                "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.fact_terms IS NOT NULL RETURN m.id, m.fact_terms",
+                {"ids": list(part)}, read_only=True))
+        return found
+
+    def anchored(self, terms: Sequence[str]) -> set[str]:
+        """The active memories announcing a change anchored on any of these terms (stored fact_anchors)."""
+        found: set[str] = set()
+        for part in chunked(sorted(set(terms)), TERM_LOOKUP_CHUNK):
+            found.update(row[0] for row in self.falkor.execute(
+                f"UNWIND $terms AS t MATCH (m:Memory) WHERE t IN m.fact_anchors AND {ACTIVE_MEMORY} "
+                f"AND {self.scoping.where()} RETURN DISTINCT m.id",
+                {"terms": list(part), **self.scoping.params()}, read_only=True))
+        return found
+
+    def worth_reading(self, rows: Sequence[dict[str, Any]]) -> set[str]:
+        """For rows {id, keys, stamp}: the memories that may state one fact with a memory of one of those keys
+        (their stored terms hold all of a key but one: hygiene.may_state_together), or whose stored terms were
+        read from another text than theirs now (their stamp is not `stamp`): those worth reading. The test runs
+        in the store, so the terms of the many that are not never travel."""
+        found: set[str] = set()
+        for part in chunked(list(rows), 1000):
+            found.update(row[0] for row in self.falkor.execute(
+                "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) WHERE coalesce(m.fact_stamp, '') <> row.stamp "
+                "OR any(k IN row.keys WHERE size([t IN k WHERE t IN m.fact_terms]) >= size(k) - 1) RETURN m.id",
+                {"rows": list(part)}, read_only=True))
+        return found
+
+    def holding(self, rows: Sequence[dict[str, Any]]) -> dict[int, set[str]]:
+        """For each row {key, drive, required, counted, need, slack} (hygiene.PoolQuery): the active memories
+        whose stored terms hold every required term and `need` of the counted ones, with no more than `slack`
+        words besides; reached through the postings of the `drive` terms (each such memory holds one)."""
+        found: dict[int, set[str]] = {}
+        for part in chunked(list(rows), POOL_CHUNK):
+            for key, memory_id in self.falkor.execute(
+                    "UNWIND $rows AS row UNWIND row.drive AS d MATCH (m:Memory) WHERE d IN m.fact_terms "
+                    f"AND {ACTIVE_MEMORY} AND {self.scoping.where()} "
+                    "AND all(t IN row.required WHERE t IN m.fact_terms) "
+                    "WITH row, m, size([t IN row.counted WHERE t IN m.fact_terms]) AS held "
+                    "WHERE held >= row.need AND coalesce(m.fact_least, 0) <= held + row.slack "
+                    "RETURN DISTINCT row.key, m.id",
+                    {"rows": list(part), **self.scoping.params()}, read_only=True):
+                found.setdefault(int(key), set()).add(memory_id)
+        return found
+
+    def write_terms(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Store fact terms {id, change, terms, anchors, stamp}, each only if the memory has not changed since
+        it was read (a newer text is read, and its terms stored, by the next run). Not a change itself."""
+        self.falkor.write_chunks(
+            f"UNWIND $rows AS row MATCH (m:Memory {{id: row.id}}) WHERE m.{CHANGE} = row.change "
+            "SET m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
+            "m.fact_stamp = row.stamp",
+            list(rows), chunk=1000)
 
     def linked_pairs(self, pairs: Sequence[tuple[str, str]]) -> set[frozenset[str]]:
         """Which of these pairs already have a SUPERSEDES or CONTRADICTS edge (either way)."""
@@ -131,11 +236,11 @@ class HygieneStore:
             return
         self._repoint_edges(records)
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MATCH (d:Memory {id: row.duplicate_id}), (c:Memory {id: row.canonical_id}) "
-            "MERGE (d)-[r:MERGED_INTO]->(c) ON CREATE SET r.similarity = row.similarity, r.reason = row.reason, "
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (d:Memory {id: row.duplicate_id}), "
+            "(c:Memory {id: row.canonical_id}) MERGE (d)-[r:MERGED_INTO]->(c) ON CREATE SET r.similarity = row.similarity, r.reason = row.reason, "
             "r.merged_at = row.merged_at, r.origin = 'consolidation' "
             "SET d.archived = true, d.archived_at = row.merged_at, d.merged_into = row.canonical_id, "
-            "d.merged_at = row.merged_at",
+            f"d.merged_at = row.merged_at, d.{CHANGE} = change",
             [_row(r) for r in records], chunk=500)
         # A duplicate that was itself a canonical hands its own duplicates on (their edges moved above).
         self.falkor.write_chunks(
@@ -143,8 +248,10 @@ class HygieneStore:
             "UNWIND $rows AS cid MATCH (c:Memory {id: cid})<-[:MERGED_INTO]-(x:Memory) SET x.merged_into = cid",
             sorted({r["canonical_id"] for r in records}))
         fields = {r["canonical_id"]: r["canonical_after"] for r in records}
-        self.falkor.write_chunks("UNWIND $rows AS row MATCH (c:Memory {id: row.id}) SET c += row.fields",
-                                 [{"id": c, "fields": f} for c, f in fields.items()], chunk=500)
+        # The canonical now stands for the duplicates' texts too: a change for dedup.
+        self.falkor.write_chunks(
+            NEXT_CHANGE + f"UNWIND $rows AS row MATCH (c:Memory {{id: row.id}}) SET c += row.fields, c.{CHANGE} = change",
+            [{"id": c, "fields": f} for c, f in fields.items()], chunk=500)
         self.falkor.write_chunks("UNWIND $rows AS id MATCH (r:MergeRecord {id: id}) SET r.state = 'done'",
                                  [r["id"] for r in records])
 
@@ -190,7 +297,8 @@ class HygieneStore:
         self.falkor.execute("MATCH (d:Memory {id: $id})-[r:MERGED_INTO]->() DELETE r", {"id": duplicate_id})
         props = {**record["duplicate"]["properties"], "archived": False, "last_accessed": at, "restored_at": at}
         props["distinct_from"] = sorted({*props.get("distinct_from", []), canonical_id})
-        self.falkor.execute("MATCH (d:Memory {id: $id}) SET d = $props", {"id": duplicate_id, "props": props})
+        self.falkor.execute(NEXT_CHANGE + f"MATCH (d:Memory {{id: $id}}) SET d = $props SET d.{CHANGE} = change",
+                            {"id": duplicate_id, "props": props})
         edges = restore_edges(self.falkor, duplicate_id, record["duplicate"]["edges"])
         self._set_canonical_apart(canonical_id, duplicate_id, record, others)
         self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.state = 'restored', r.restored_at = $at",
@@ -218,8 +326,9 @@ class HygieneStore:
                 taken = int(record["duplicate"]["properties"].get("access_count") or 0)
                 fields[name] = max(int(current.get(name) or 0) - taken, 0)
         distinct = sorted({*current.get("distinct_from", []), duplicate_id})
-        self.falkor.execute("MATCH (c:Memory {id: $id}) SET c += $fields, c.distinct_from = $distinct",
-                            {"id": canonical_id, "fields": fields, "distinct": distinct})
+        self.falkor.execute(
+            NEXT_CHANGE + f"MATCH (c:Memory {{id: $id}}) SET c += $fields, c.distinct_from = $distinct, c.{CHANGE} = change",
+            {"id": canonical_id, "fields": fields, "distinct": distinct})
         for other in others:  # their record of "after" now reads the canonical as it is without this duplicate
             self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.canonical_after = $after",
                                 {"id": other["id"], "after": json.dumps({**after, **fields})})
@@ -234,10 +343,10 @@ class HygieneStore:
     def supersede(self, rows: Sequence[dict[str, Any]], at: str) -> None:
         """SUPERSEDES newer -> older; the older (and whatever was merged into it) gets superseded_by."""
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MATCH (n:Memory {id: row.newer}), (o:Memory {id: row.older}) "
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (n:Memory {id: row.newer}), (o:Memory {id: row.older}) "
             "MERGE (n)-[r:SUPERSEDES]->(o) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
             "r.detected_at = $at, r.origin = 'consolidation' "
-            "SET o.superseded_by = row.newer, o.superseded_at = $at",
+            f"SET o.superseded_by = row.newer, o.superseded_at = $at, o.{CHANGE} = change",
             list(rows), chunk=500, at=at)
         self.falkor.write_chunks(
             "UNWIND $rows AS row MATCH (o:Memory {id: row.older})<-[:MERGED_INTO]-(d:Memory) "
@@ -249,6 +358,26 @@ class HygieneStore:
             "MERGE (a)-[r:CONTRADICTS]->(b) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
             "r.detected_at = $at, r.origin = 'consolidation'",
             list(rows), chunk=500, at=at)
+
+
+def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneInputs:
+    """HygieneInputs from the input columns, the distinct_from lists and the (canonical, merged text) rows."""
+    if not columns:
+        return HygieneInputs([], [], [], [], [], [], [], [], {}, {}, [])
+    ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes, changes, stamps = columns
+    merged_texts: dict[str, list[str]] = {}
+    for canonical, content in merged:
+        merged_texts.setdefault(canonical, []).append(content or "")
+    for texts in merged_texts.values():
+        texts.sort()  # in a fixed order, however they were read: the rules break ties by it
+    return HygieneInputs(
+        ids=list(ids), types=[t or "Memory" for t in types], contents=[c or "" for c in contents],
+        timestamps=list(timestamps), connections=[int(d) for d in degrees],
+        access_counts=[int(u) if str(u).lstrip("-").isdigit() else 0 for u in uses],
+        protected=list(booleans(protected)), superseded=list(booleans(superseded)),
+        distinct_from={memory_id: list(others) for memory_id, others in distinct},
+        merged_texts=merged_texts, scopes=list(scopes), changes=floats(changes), stamps=list(stamps),
+    )
 
 
 def _row(record: dict[str, Any]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from typing import Any
 
+from .changes import CHANGE, NEXT_CHANGE, STAMP, changed_after
 from .falkor import Falkor
 
 RELATION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -28,10 +29,12 @@ class TombstoneStore:
         self.falkor.write_chunks("UNWIND $rows AS row CREATE (t:Tombstone) SET t = row", rows, chunk=200)
 
     def finish(self, memory_ids: Sequence[str]) -> None:
-        """In one atomic query per chunk: pending tombstones become 'deleted' and their nodes are detached and deleted."""
+        """In one atomic query per chunk: pending tombstones become 'deleted' and their nodes are detached and deleted.
+        The tombstone carries the change number: a deletion is a change dedup looks at (deleted_since)."""
         self.falkor.write_chunks(
-            "UNWIND $rows AS mid MATCH (t:Tombstone {memory_id: mid}) WHERE t.state = 'pending' "
-            "SET t.state = 'deleted' WITH DISTINCT mid OPTIONAL MATCH (m:Memory {id: mid}) DETACH DELETE m",
+            NEXT_CHANGE + "UNWIND $rows AS mid MATCH (t:Tombstone {memory_id: mid}) WHERE t.state = 'pending' "
+            f"SET t.state = 'deleted', t.{CHANGE} = change "
+            "WITH DISTINCT mid OPTIONAL MATCH (m:Memory {id: mid}) DETACH DELETE m",
             list(memory_ids),
             chunk=500,
         )
@@ -41,6 +44,15 @@ class TombstoneStore:
             "MATCH (t:Tombstone) WHERE t.state = 'pending' RETURN DISTINCT t.memory_id", read_only=True
         )
         return [row[0] for row in rows]
+
+    def deleted_since(self, since: int) -> list[dict[str, Any]]:
+        """The memories deleted after the `since` change number: id, properties and vector (base64), as their
+        tombstones keep them."""
+        rows = self.falkor.execute(
+            f"MATCH (t:Tombstone) WHERE {changed_after('t')} AND t.state = 'deleted' "
+            "RETURN t.memory_id, t.memory, t.vector", {"since": since}, read_only=True)
+        return [{"id": memory_id, "properties": json.loads(memory)["properties"], "vector": vector}
+                for memory_id, memory, vector in rows]
 
     def open_states(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """For each of these memory ids with a pending or deleted tombstone: its state and deletion time."""
@@ -86,7 +98,8 @@ class TombstoneStore:
         labels = ":Memory:MetaPattern" if "MetaPattern" in memory["labels"] else ":Memory"
         props = {**memory["properties"], "archived": False, "archived_at": None, "restored_at": restored_at,
                  "last_accessed": restored_at}
-        self.falkor.execute(f"MERGE (m{labels} {{id: $id}}) SET m = $props", {"id": props["id"], "props": props})
+        self.falkor.execute(NEXT_CHANGE + f"MERGE (m{labels} {{id: $id}}) SET m = $props SET {STAMP}",
+                            {"id": props["id"], "props": props})
         return restore_edges(self.falkor, props["id"], tombstone["edges"])
 
     def mark_restored(self, tombstone_id: str, restored_at: str) -> None:

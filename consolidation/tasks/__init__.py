@@ -2,20 +2,49 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from typing import Any
 
-from . import cluster, creative, decay, dedup, forget
+from ..settings import Settings
+from . import cluster, cluster_incremental, creative, decay, dedup, dedup_incremental, forget
 from .context import TaskContext
 
 TaskFunction = Callable[[TaskContext, bool], dict[str, Any]]
 
+
+def _by_pass(full: TaskFunction, incremental: TaskFunction) -> TaskFunction:
+    """A task that takes its full pass, or its incremental one when the context carries a watermark."""
+
+    def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
+        return full(ctx, dry_run) if ctx.since is None else incremental(ctx, dry_run)
+
+    return run
+
+
 TASKS: dict[str, TaskFunction] = {
     "decay": decay.run,
-    "dedup": dedup.run,
-    "creative": creative.run,
-    "cluster": cluster.run,
+    "dedup": _by_pass(dedup.run, dedup_incremental.run),
+    "creative": _by_pass(creative.run, creative.run_incremental),
+    "cluster": _by_pass(cluster.run, cluster_incremental.run),
     "forget": forget.run,
 }
 
-__all__ = ["TASKS", "TaskContext", "TaskFunction"]
+
+
+def incremental_version(task: str, settings: Settings) -> int:
+    """A number for what an incremental task's watermark relies on: the version of the state earlier runs left
+    (dedup's stored terms) and the settings that shape the result. Under another number the watermark is not
+    trusted, and the next run is a full pass (a new minimum cluster size, say, makes clusters of components
+    no earlier run stored)."""
+    shape = {
+        "dedup": (dedup.INCREMENTAL_VERSION, settings.consolidation_dedup_similarity,
+                  settings.consolidation_scope_properties),
+        "cluster": (settings.consolidation_cluster_similarity, settings.consolidation_cluster_min_size,
+                    settings.consolidation_scope_properties),
+        "creative": (),
+    }.get(task, ())
+    return zlib.crc32(repr(shape).encode())
+
+
+__all__ = ["TASKS", "TaskContext", "TaskFunction", "incremental_version"]

@@ -10,14 +10,15 @@ import numpy as np
 
 from ..clusters import ClusterMatch, match_clusters
 from ..scopes import scope_codes
-from ..scoring import DEFAULT_IMPORTANCE, relevance_scores
+from ..scoring import CANDIDATE_RELEVANCE, DEFAULT_IMPORTANCE, relevance_scores
 from ..similarity import clusters, normalized
+from ..stores.graph import MetaPatternRecord
 from ..stores.vectors import VectorPoint
 from ..summaries import ClusterMember, type_mix
 from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
 from .context import TaskContext, capped
 
-MIN_RELEVANCE = 0.3
+MIN_RELEVANCE = CANDIDATE_RELEVANCE
 # Only the most central members' text is read for a summary: enough for its key terms and quotes.
 SUMMARY_MEMBERS = 50
 
@@ -33,20 +34,29 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     rows, cols, _ = ctx.neighbours.pairs(ids, unit, settings.consolidation_cluster_similarity, ctx.progress,
                                          scope_codes([scope_of[i] for i in ids]))
     groups = clusters(len(ids), rows, cols, settings.consolidation_cluster_min_size)
-    matches, retired = match_clusters([frozenset(ids[i] for i in g) for g in groups], ctx.graph.meta_patterns())
+    report = settle(ctx, dry_run, ids, unit, groups, ctx.graph.meta_patterns())
+    return {"memories_processed": len(ids), "similar_pairs": int(len(rows)), **report}
+
+
+def settle(ctx: TaskContext, dry_run: bool, ids: list[str], unit: np.ndarray, groups: list[np.ndarray],
+           previous: list[MetaPatternRecord], untouched: list[MetaPatternRecord] = ()) -> dict[str, Any]:
+    """Match the clusters (rows of `ids` / `unit`) with the MetaPatterns they may continue, write the new and
+    changed ones and retire the rest of `previous`; the report of what was found and done. `untouched`: the
+    MetaPatterns an incremental run leaves as they are, reported unchanged as a full pass would report them."""
+    matches, retired = match_clusters([frozenset(ids[i] for i in g) for g in groups], previous)
     changed = [(m, g) for m, g in zip(matches, groups) if m.pattern_id is None or m.members != m.previous_members]
     patterns = _patterns(ctx, changed, unit, ids)
     if not dry_run:
         _write(ctx, patterns, retired)
     ctx.progress(len(ids), len(ids))
-    limit = settings.consolidation_report_limit
+    limit = ctx.settings.consolidation_report_limit
     written = {id(p["match"]): p for p in patterns}
+    matches += [ClusterMatch(p.member_ids, p.id, p.member_ids) for p in untouched]
+    matches.sort(key=lambda m: len(m.members), reverse=True)  # largest first, as clusters() finds them
     listing = [_listed(m, written.get(id(m)), dry_run, limit) for m in matches]
     return {
-        "memories_processed": len(ids),
-        "similar_pairs": int(len(rows)),
-        "clusters_found": len(groups),
-        "memories_clustered": int(sum(len(g) for g in groups)),
+        "clusters_found": len(matches),
+        "memories_clustered": int(sum(len(m.members) for m in matches)),
         "created": sum(1 for m in matches if m.pattern_id is None),
         "updated": sum(1 for m, _ in changed if m.pattern_id is not None),
         "unchanged": len(matches) - len(changed),

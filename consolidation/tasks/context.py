@@ -1,4 +1,4 @@
-"""What every task receives: the settings, the stores, the moment of the run and a progress callback."""
+"""What every task receives: the settings, the stores, the moment of the run, its pass and a progress callback."""
 
 from __future__ import annotations
 
@@ -31,6 +31,9 @@ class TaskContext:
     now: datetime
     neighbours: NeighbourGraph
     progress: Callable[[int, int], None] = field(default=_ignore_progress)
+    # An incremental pass: the watermark, whose later changes (and their neighbourhood) the task works on.
+    # None: a full pass over every memory.
+    since: int | None = None
 
 
 def capped(name: str, items: list[Any], limit: int) -> dict[str, Any]:

@@ -10,17 +10,38 @@ from typing import Any
 import numpy as np
 
 from ..rules import association_for
+from ..scoring import CANDIDATE_RELEVANCE
 from ..stores.graph import SampledMemory
 from ..timeutil import to_iso
 from .context import TaskContext, capped
 
 log = logging.getLogger(__name__)
-MIN_RELEVANCE = 0.3
+MIN_RELEVANCE = CANDIDATE_RELEVANCE
 ALGORITHM = "creative_association"
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     sample = ctx.graph.sample_memories(MIN_RELEVANCE, ctx.settings.consolidation_creative_sample_size)
+    return _associate(ctx, dry_run, sample, lambda first, second: True)
+
+
+def run_incremental(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
+    """The incremental pass: only pairs with at least one member changed since the watermark. Half the sample
+    comes from the changed memories, the rest from all, so each changed memory meets old ones as well as new;
+    two unchanged memories had the same chance to meet in earlier runs. (The sample is random either way:
+    there is no full-pass result to match, only this rule.)"""
+    size = ctx.settings.consolidation_creative_sample_size
+    changed, total = ctx.graph.sample_changed(MIN_RELEVANCE, (size + 1) // 2, ctx.since)
+    fresh = {m.id for m in changed}
+    others = ctx.graph.sample_memories(MIN_RELEVANCE, size - len(changed)) if changed else []
+    sample = changed + [m for m in others if m.id not in fresh]
+    report = _associate(ctx, dry_run, sample, lambda first, second: first.id in fresh or second.id in fresh)
+    return {**report, "memories_changed": total, "memories_considered": len(sample)}
+
+
+def _associate(ctx: TaskContext, dry_run: bool, sample: list[SampledMemory], eligible) -> dict[str, Any]:
+    """Compare the sample's unlinked pairs of one scope that `eligible` admits, and add the edges the rules
+    call for."""
     kinds = frozenset(ctx.settings.consolidation_creative_kinds)  # kinds measured below 0.9 precision are off
     ctx.progress(0, len(sample))
     linked = ctx.graph.linked_pairs([m.id for m in sample])
@@ -31,7 +52,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     considered = 0
     for first, second in itertools.combinations(sample, 2):
         if first.scope != second.scope or frozenset((first.id, second.id)) in linked or first.id not in row_of \
-                or second.id not in row_of:
+                or second.id not in row_of or not eligible(first, second):
             continue
         considered += 1
         similarity = float(similarities[row_of[first.id], row_of[second.id]])

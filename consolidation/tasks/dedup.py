@@ -10,8 +10,9 @@ from typing import Any
 
 
 from ..facts import read_fact
-from ..hygiene import Candidate, Contradiction, Merge, Supersession, changes_over_time, duplicate_groups, \
-    fact_ids, merged_fields, simultaneous_conflicts, with_same_facts
+from ..hygiene import TERMS_VERSION, Candidate, Contradiction, Merge, Supersession, changes_over_time, \
+    duplicate_groups, exact_cosine, fact_ids, merged_fields, simultaneous_conflicts, stored_terms, terms_stamp, \
+    with_same_facts
 from ..memory import MAX_COUNT
 from ..scopes import scope_codes
 from ..similarity import normalized
@@ -21,6 +22,8 @@ from .context import TaskContext, capped
 
 # A change and the statement it changes must be at least this close to be about one thing at all.
 RELATED_SIMILARITY = 0.3
+# An incremental pass relies on the terms stored by earlier runs: a new version of them needs a full pass.
+INCREMENTAL_VERSION = TERMS_VERSION
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
@@ -35,27 +38,45 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         scopes = scope_codes([inputs.scopes[position[memory_id]] for memory_id in ids])
         graph = background.submit(ctx.neighbours.pairs, ids, unit, ctx.settings.consolidation_dedup_similarity,
                                   ctx.progress, scopes)
-        candidates = _candidates(inputs, ids, position)
+        candidates = candidates_of(inputs, ids, position)
         facts = fact_ids(candidates)
         pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
-    merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts)
-    active = _after_merges(candidates, merges)
+    merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts,
+                                          similarity=lambda a, b: exact_cosine(unit, a, b))
+    active = after_merges(candidates, merges)
     row = {memory_id: index for index, memory_id in enumerate(ids)}
 
     def related(a: Candidate, b: Candidate) -> bool:
         return float(unit[row[a.id]] @ unit[row[b.id]]) >= RELATED_SIMILARITY
 
     supersessions, contradictions = changes_over_time(active, related)
-    supersessions, contradictions = _new_links(ctx, supersessions,
-                                               contradictions + simultaneous_conflicts(active, related))
+    supersessions, contradictions = new_links(ctx, supersessions,
+                                              contradictions + simultaneous_conflicts(active, related))
     if not dry_run:
-        _write(ctx, merges, supersessions, contradictions, {c.id: c.created for c in candidates})
+        write(ctx, merges, supersessions, contradictions, {c.id: c.created for c in candidates})
+        store_terms(ctx, candidates, dict(zip(inputs.ids, inputs.changes)), dict(zip(inputs.ids, inputs.stamps)))
     ctx.progress(len(ids), len(ids))
-    return _report(ctx, len(ids), len(pairs.rows), merges, supersessions, contradictions, kept_apart, candidates,
+    return report_of(ctx, len(ids), len(pairs.rows), merges, supersessions, contradictions, kept_apart, candidates,
                    len(completed))
 
 
-def _candidates(inputs: HygieneInputs, with_vectors: list[str], position: dict[str, int]) -> list[Candidate]:
+def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: dict[str, float],
+                stamps: dict[str, str | None]) -> int:
+    """Store the fact terms of each memory whose stored ones were read from another text (or none yet), so an
+    incremental run finds it by term (hygiene.stored_terms). Returns how many were stored."""
+    rows = []
+    for candidate in candidates:
+        change = changes.get(candidate.id, math.nan)
+        if math.isnan(change) or stamps.get(candidate.id) == terms_stamp(change):
+            continue  # unmarked memories are marked by the next run, and stored then
+        terms, anchors, least = stored_terms(candidate)
+        rows.append({"id": candidate.id, "change": int(change), "terms": terms, "anchors": anchors or None,
+                     "least": least, "stamp": terms_stamp(change)})
+    ctx.hygiene.write_terms(rows)
+    return len(rows)
+
+
+def candidates_of(inputs: HygieneInputs, with_vectors: list[str], position: dict[str, int]) -> list[Candidate]:
     """The memories that have a vector, in the vector order, read as facts (`position`: index in the inputs)."""
     created = epoch_seconds(inputs.timestamps)
     candidates = []
@@ -70,7 +91,7 @@ def _candidates(inputs: HygieneInputs, with_vectors: list[str], position: dict[s
     return candidates
 
 
-def _after_merges(candidates: list[Candidate], merges: list[Merge]) -> list[Candidate]:
+def after_merges(candidates: list[Candidate], merges: list[Merge]) -> list[Candidate]:
     """The memories still active after the merges, each canonical standing for what was merged into it."""
     by_id = {c.id: c for c in candidates}
     gone = {d for m in merges for d in m.duplicates}
@@ -79,8 +100,8 @@ def _after_merges(candidates: list[Candidate], merges: list[Merge]) -> list[Cand
             for c in candidates if c.id not in gone]
 
 
-def _new_links(ctx: TaskContext, supersessions: list[Supersession],
-               contradictions: list[Contradiction]) -> tuple[list[Supersession], list[Contradiction]]:
+def new_links(ctx: TaskContext, supersessions: list[Supersession],
+              contradictions: list[Contradiction]) -> tuple[list[Supersession], list[Contradiction]]:
     """Leave out pairs already linked by an earlier run (a second run changes nothing)."""
     linked = ctx.hygiene.linked_pairs([(s.newer, s.older) for s in supersessions] +
                                       [(c.a, c.b) for c in contradictions])
@@ -89,8 +110,8 @@ def _new_links(ctx: TaskContext, supersessions: list[Supersession],
             [c for c in contradictions if frozenset((c.a, c.b)) not in linked | superseding])
 
 
-def _write(ctx: TaskContext, merges: list[Merge], supersessions: list[Supersession],
-           contradictions: list[Contradiction], created: dict[str, float]) -> None:
+def write(ctx: TaskContext, merges: list[Merge], supersessions: list[Supersession],
+          contradictions: list[Contradiction], created: dict[str, float]) -> None:
     now = to_iso(ctx.now)
     if merges:
         archived = ctx.hygiene.merge(
@@ -109,8 +130,8 @@ def _sortable(epoch: float) -> float:
     return -math.inf if math.isnan(epoch) else epoch
 
 
-def _report(ctx, processed, similar, merges, supersessions, contradictions, kept_apart, candidates,
-            completed) -> dict[str, Any]:
+def report_of(ctx, processed, similar, merges, supersessions, contradictions, kept_apart, candidates,
+              completed) -> dict[str, Any]:
     limit = ctx.settings.consolidation_report_limit
     return {
         "memories_processed": processed,

@@ -1,0 +1,75 @@
+"""Clustering's incremental pass: only the clusters the changes since the watermark touch are computed again,
+whole, so that it reaches the state a full pass would (clusters.cluster_region says why that is enough).
+
+A cluster is a connected component of the similarity graph among the candidates (active memories above the
+relevance line). A change adds a candidate (new, edited, restored, risen above the line: searched against
+every candidate) or takes one away (archived, merged, deleted, edited, fallen below the line: the MetaPattern it
+was in is read again). The region's clusters are matched with the MetaPatterns it touched; every other
+MetaPattern stays as it is, as a full pass would leave it. Above the exact limit the full pass's similarity
+graph is approximate while this search is exact: there the two agree as far as that graph's recall does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..clusters import TooMuchChanged, Touched, cluster_region, region_clusters, touched
+from ..scopes import scope_codes
+from ..similarity import BallIndex, Pairs, normalized, similar_pairs_exact
+from . import cluster
+from .context import TaskContext
+
+SEARCH_SHARE = 0.25
+SEARCH_FLOOR = 2000  # searching fewer memories than this is cheap, whatever share of the store they are
+
+
+def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
+    settings = ctx.settings
+    listing = ctx.graph.cluster_listing(cluster.MIN_RELEVANCE)
+    ids, matrix = ctx.vectors.vectors(listing.ids)
+    ctx.progress(0, len(ids))
+    unit = normalized(matrix)
+    row_of = {memory_id: row for row, memory_id in enumerate(listing.ids)}
+    rows = np.array([row_of[i] for i in ids], dtype=np.int64)
+    scopes = scope_codes([listing.scopes[r] for r in rows])
+    changes = listing.changes[rows] if rows.size else np.zeros(0)
+    changed = np.flatnonzero(np.isnan(changes) | (changes > ctx.since))  # unmarked counts as changed
+    position = {memory_id: p for p, memory_id in enumerate(ids)}
+    stored = ctx.graph.meta_patterns()
+    patterns = touched(stored, position, set(changed.tolist()), settings.consolidation_cluster_min_size)
+    threshold = settings.consolidation_cluster_similarity
+    try:
+        region = cluster_region(changed, patterns, len(ids), _search(unit, scopes, threshold, patterns),
+                                _within(unit, scopes, threshold), max(SEARCH_FLOOR, int(SEARCH_SHARE * len(ids))))
+    except TooMuchChanged as exc:
+        return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
+    groups = region_clusters(region, settings.consolidation_cluster_min_size)
+    reached = {p.id for p in region.patterns}
+    report = cluster.settle(ctx, dry_run, ids, unit, groups, region.patterns,
+                            [p for p in stored if p.id not in reached])
+    return {"memories_processed": int(region.members.size), "similar_pairs": region.similar_pairs, **report,
+            "memories_changed": int(changed.size), "memories_considered": int(region.members.size)}
+
+
+def _search(unit: np.ndarray, scopes: np.ndarray, threshold: float, patterns: list[Touched]):
+    """Candidates against every candidate of their scope: pairs (query number, position). The MetaPatterns'
+    members are the balls of an exact index: a search skips the clusters it cannot reach."""
+    index = BallIndex(unit, [entry.members for entry in patterns],
+                      scopes if scopes.size and np.any(scopes != scopes[0]) else None)
+
+    def search(positions: np.ndarray) -> Pairs:
+        return index.search(unit[positions], threshold, scopes[positions])
+
+    return search
+
+
+def _within(unit: np.ndarray, scopes: np.ndarray, threshold: float):
+    """The pairs among some candidates (local numbers), exact, within one scope."""
+    def within(positions: np.ndarray) -> Pairs:
+        found = similar_pairs_exact(unit[positions], threshold)
+        keep = scopes[positions][found.rows] == scopes[positions][found.cols]
+        return Pairs(found.rows[keep], found.cols[keep], found.similarities[keep])
+
+    return within

@@ -1,0 +1,391 @@
+"""Dedup's incremental pass: the memories changed since the watermark and their neighbourhood, judged by the
+rules of a full pass (hygiene.py), so that it reaches the state a full pass would.
+
+What a change can alter, and so what is read:
+- Merges join similar pairs of one type and scope that state one fact into groups (connected components, then
+  split complete-link). A change can join, split or regroup only the groups it touches: from each changed
+  memory (and each removed one, by its vector) every memory stating its fact is read, then theirs, until the
+  groups are whole. Untouched groups merged what they could in an earlier run.
+- A change announcement is judged against the statements it matches (hygiene.match_change) and its rivals. Its
+  verdict can move only if it changed, or what it matches or its rivals did: the announcements that changed,
+  and those that match a changed or removed statement (as it was, or as it is now), are judged again, each with
+  everything it can match (hygiene.pool_query) and its rivals, found through the terms dedup stores on every
+  memory (index lookups, not a read of every text).
+- Two statements recorded within a minute of each other that differ in one value conflict: a new conflict has
+  a changed member, and its partner is related to it, so the changed memories' related neighbours recorded
+  within that minute are read too.
+Connections and uses rank a group's members but are not changes: where only they moved (a memory restored apart
+from its canonical, then outranked), the next full pass catches up. If the neighbourhood grows past a quarter of
+the memories, a full pass costs about the same, and is taken instead.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..facts import Change, read_fact
+from ..hygiene import ORDER_TOLERANCE_SECONDS, Candidate, Contradiction, Merge, Supersession, changes_over_time, \
+    duplicate_groups, exact_cosine, in_matches, pool_query, simultaneous_conflicts, stated_together, stored_terms, \
+    terms_stamp
+from ..lifecycle import decode_vector
+from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
+from ..stores.hygiene import HygieneListing
+from ..timeutil import epoch_seconds
+from . import dedup
+from .context import TaskContext
+
+REGION_SHARE = 0.25
+REGION_FLOOR = 2000  # reading fewer memories than this is cheap, whatever share of the store they are
+
+
+class TooMuchChanged(Exception):
+    """The changes reach so much of the store that a full pass costs about the same."""
+
+
+@dataclass
+class Verdicts:
+    """What an incremental pass decided, over the candidates it read."""
+
+    grouped: list[Candidate]  # the candidates merges were judged among (kept_apart indexes into these)
+    candidates: list[Candidate]  # every candidate read, the pools of the announcements judged included
+    merges: list[Merge]
+    kept_apart: Pairs
+    supersessions: list[Supersession]
+    contradictions: list[Contradiction]
+    similar_pairs: int
+
+
+@dataclass(frozen=True)
+class Removed:
+    """A memory that left dedup's view since the watermark (archived, merged away or deleted)."""
+
+    candidate: Candidate
+    vector: np.ndarray | None
+
+
+def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
+    completed = [] if dry_run else ctx.hygiene.complete_pending()
+    try:
+        region = Region.read(ctx)
+        ctx.progress(0, len(region.ids))
+        v = _judge(ctx, region)
+    except TooMuchChanged as exc:
+        return {**dedup.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
+    if not dry_run:
+        dedup.write(ctx, v.merges, v.supersessions, v.contradictions, {c.id: c.created for c in v.candidates})
+        dedup.store_terms(ctx, v.candidates, region.read_changes, region.stamps)
+    ctx.progress(len(region.ids), len(region.ids))
+    report = dedup.report_of(ctx, len(v.candidates), v.similar_pairs, v.merges, v.supersessions, v.contradictions,
+                             v.kept_apart, v.grouped, len(completed))
+    return {**report, "memories_changed": region.changed_count, "memories_considered": len(v.candidates)}
+
+
+def _judge(ctx: TaskContext, region: Region) -> Verdicts:
+    """Read the neighbourhood of the changes and judge it by the full pass's rules."""
+    changed = region.changed(ctx.since)
+    removed = _removed(ctx, region)
+    region.changed_count = len(changed) + len(removed)
+    region.load(changed)
+    changed = np.array([p for p in changed if p in region.loaded], dtype=np.int64)
+    pairs = _merge_closure(ctx, region, changed, removed)
+    _load_simultaneous(region, changed)
+    grouped, positions = region.candidates()
+    index = {int(p): i for i, p in enumerate(positions)}
+    rows = np.array([index[a] for a in pairs.rows.tolist()], dtype=INDEX)
+    cols = np.array([index[b] for b in pairs.cols.tolist()], dtype=INDEX)
+    merges, kept_apart = duplicate_groups(
+        grouped, rows, cols, pairs.similarities,
+        similarity=lambda a, b: exact_cosine(region.unit, positions[a], positions[b]))
+    judged = _judge_announcers(ctx, region, merges, [region.ids[p] for p in changed], removed)
+    candidates, _ = region.candidates()
+    active = dedup.after_merges(candidates, merges)
+    supersessions, contradictions = changes_over_time(active, region.related, only=judged)
+    supersessions, contradictions = dedup.new_links(
+        ctx, supersessions, contradictions + simultaneous_conflicts(active, region.related))
+    return Verdicts(grouped, candidates, merges, kept_apart, supersessions, contradictions, int(pairs.rows.size))
+
+
+# --- the region ---------------------------------------------------------------------------------------------
+
+
+class Region:
+    """Every active memory with a vector (searchable, in the order a full pass reads them: the rules break ties
+    by it), and those read so far as candidates, by position."""
+
+    def __init__(self, ctx: TaskContext, listing: HygieneListing, ids: list[str], unit: np.ndarray):
+        self.ctx, self.ids, self.unit = ctx, ids, unit
+        row_of = {memory_id: row for row, memory_id in enumerate(listing.ids)}
+        rows = np.array([row_of[i] for i in ids], dtype=np.int64)
+        self.scope_keys = [listing.scopes[r] for r in rows]
+        self.types = [listing.types[r] for r in rows]
+        # Only memories of one type and scope can state one fact: the search runs within each such kind.
+        self.kind_codes: dict[tuple[str, str], int] = {}
+        self.kinds = np.fromiter((self.kind_codes.setdefault(k, len(self.kind_codes))
+                                  for k in zip(self.types, self.scope_keys)), dtype=np.int64, count=len(ids))
+        self.partition = Partition(unit, self.kinds)
+        self.times = epoch_seconds(listing.timestamps[r] for r in rows)
+        self.changes = listing.changes[rows] if rows.size else np.zeros(0)
+        self.position = {memory_id: p for p, memory_id in enumerate(ids)}
+        self.loaded: dict[int, Candidate] = {}
+        self.stamps: dict[str, str | None] = {}
+        self.read_changes: dict[str, float] = {}
+        self.limit = max(REGION_FLOOR, int(REGION_SHARE * len(ids)))
+        self.changed_count = 0
+
+    @classmethod
+    def read(cls, ctx: TaskContext) -> Region:
+        listing = ctx.hygiene.listing()
+        ids, matrix = ctx.vectors.vectors(listing.ids)
+        return cls(ctx, listing, ids, normalized(matrix))
+
+    def changed(self, since: int) -> np.ndarray:
+        """Positions changed after the watermark; a memory no marker names yet counts as changed."""
+        return np.flatnonzero(np.isnan(self.changes) | (self.changes > since))
+
+    def kind_of(self, candidate: Candidate) -> int:
+        """The kind code of a memory's type and scope (one no active memory has, if none has it)."""
+        return self.kind_codes.get((candidate.type, candidate.scope), -1)
+
+    def load(self, positions: Iterable[int]) -> None:
+        """Read these memories as candidates (those not read yet, and still active)."""
+        wanted = sorted({int(p) for p in positions} - self.loaded.keys())
+        if not wanted:
+            return
+        if len(self.loaded) + len(wanted) > self.limit:
+            raise TooMuchChanged(f"the changes reach more than {self.limit} of {len(self.ids)} memories: a full "
+                                 "pass costs about the same")
+        inputs = self.ctx.hygiene.inputs_of([self.ids[p] for p in wanted])
+        at = {memory_id: i for i, memory_id in enumerate(inputs.ids)}
+        present = [self.ids[p] for p in wanted if self.ids[p] in at]  # archived meanwhile: no longer one
+        for candidate in dedup.candidates_of(inputs, present, at):
+            self.loaded[self.position[candidate.id]] = candidate
+        self.stamps.update(zip(inputs.ids, inputs.stamps))
+        self.read_changes.update(zip(inputs.ids, inputs.changes))
+
+    def candidates(self) -> tuple[list[Candidate], list[int]]:
+        positions = sorted(self.loaded)
+        return [self.loaded[p] for p in positions], positions
+
+    def search(self, vectors: np.ndarray, kinds: np.ndarray, threshold: float) -> Pairs:
+        """Pairs (query number, position) with cosine >= threshold, each query among memories of its kind."""
+        return pairs_against(vectors, self.unit, threshold, kinds, self.partition)
+
+    def worth_reading(self, keys: dict[int, set[frozenset[str]]]) -> set[int]:
+        """Which of these unread memories may state one fact with a memory of one of the keys given for each
+        (by the terms stored on them), or have no terms stored from their text now: those worth reading."""
+        unknown = {p for p in keys if math.isnan(self.changes[p])}
+        rows = [{"id": self.ids[p], "keys": [sorted(k) for k in ks], "stamp": terms_stamp(self.changes[p])}
+                for p, ks in keys.items() if p not in unknown]
+        return unknown | {self.position[i] for i in self.ctx.hygiene.worth_reading(rows)}
+
+    def related(self, a: Candidate, b: Candidate) -> bool:
+        return float(self.unit[self.position[a.id]] @ self.unit[self.position[b.id]]) >= dedup.RELATED_SIMILARITY
+
+
+def _removed(ctx: TaskContext, region: Region) -> list[Removed]:
+    """The memories archived or deleted since the watermark, as candidates with their vectors: their groups and
+    the pools they were in are read again."""
+    archived = ctx.hygiene.archived_since(ctx.since)
+    with_vectors, matrix = ctx.vectors.vectors([row[0] for row in archived])
+    vectors = dict(zip(with_vectors, normalized(matrix)))
+    found = [(*row, vectors.get(row[0])) for row in archived]
+    for gone in ctx.lifecycle.tombstones.deleted_since(ctx.since):
+        props = gone["properties"]
+        if props.get("type") == "MetaPattern":
+            continue
+        vector = decode_vector(gone["vector"])
+        found.append((gone["id"], props.get("content") or "", props.get("type") or "Memory",
+                      ctx.hygiene.scoping.key_of(props), props.get("timestamp"),
+                      None if vector is None else normalized(vector[None])[0]))
+    created = epoch_seconds(row[4] for row in found)
+    return [Removed(Candidate(memory_id, kind, read_fact(content), float(when), 0, 0, content=content, scope=scope),
+                    vector) for (memory_id, content, kind, scope, _, vector), when in zip(found, created)]
+
+
+# --- merges: the groups the changes touch, whole -------------------------------------------------------------
+
+
+def _merge_closure(ctx: TaskContext, region: Region, changed: np.ndarray, removed: list[Removed]) -> Pairs:
+    """The similar pairs (positions, i < j) among the members of every group a change touches: from the changed
+    and removed memories, every memory reached through a pair that states one fact is read and searched in
+    turn, until no group has an unread member."""
+    threshold = ctx.settings.consolidation_dedup_similarity
+    leaving = [r for r in removed if r.vector is not None]
+    queries = [region.loaded[int(p)] for p in changed] + [r.candidate for r in leaving]
+    origins = np.concatenate([changed, np.full(len(leaving), -1)]).astype(np.int64)
+    vectors = np.concatenate([region.unit[changed]] + [r.vector[None] for r in leaving])
+    found: list[tuple[int, int, float]] = []
+    queried = set(changed.tolist())
+    while queries:
+        hits = region.search(vectors, np.array([region.kind_of(q) for q in queries], dtype=np.int64), threshold)
+        frontier = np.array(sorted(set(_follow(region, hits, queries, origins, found)) - queried), dtype=np.int64)
+        queried.update(frontier.tolist())
+        queries, origins, vectors = [region.loaded[int(p)] for p in frontier], frontier, region.unit[frontier]
+    if not found:
+        return Pairs.empty()
+    first, second, similarities = (np.array(column) for column in zip(*found))
+    return Pairs(first.astype(INDEX), second.astype(INDEX), similarities.astype(np.float32)).deduplicated(
+        len(region.ids))
+
+
+def _follow(region: Region, hits: Pairs, queries: list[Candidate], origins: np.ndarray,
+            found: list[tuple[int, int, float]]) -> list[int]:
+    """Read the memories the queries' hits (all of their kind) may state one fact with; add every similar pair
+    of read memories to `found`; return the positions that do state one fact with their query."""
+    q, t, similarity = hits.rows, hits.cols.astype(np.int64), hits.similarities
+    keep = origins[q] != t
+    q, t, similarity = q[keep], t[keep], similarity[keep]
+    keys: dict[int, set[frozenset[str]]] = defaultdict(set)
+    for k, p in zip(q.tolist(), t.tolist()):
+        if p not in region.loaded:
+            keys[p].add(queries[k].fact.key)
+    region.load(region.worth_reading(keys))
+    joined = []
+    for k, p, s in zip(q.tolist(), t.tolist(), similarity.tolist()):
+        other = region.loaded.get(p)
+        if other is None:
+            continue
+        if origins[k] >= 0:
+            found.append((min(origins[k], p), max(origins[k], p), s))
+        if stated_together(queries[k], other):
+            joined.append(p)
+    return joined
+
+
+def _load_simultaneous(region: Region, changed: np.ndarray) -> None:
+    """Read the memories of a changed memory's kind recorded within ORDER_TOLERANCE_SECONDS of it and related to
+    it: the partners of any new simultaneous conflict (found by time, then checked by vector)."""
+    order = np.argsort(region.times, kind="stable")
+    times = region.times[order]
+    partners = []
+    for p in changed.tolist():
+        if math.isnan(region.times[p]):
+            continue
+        low = np.searchsorted(times, region.times[p] - ORDER_TOLERANCE_SECONDS, side="left")
+        high = np.searchsorted(times, region.times[p] + ORDER_TOLERANCE_SECONDS, side="right")
+        near = order[low:high]
+        near = near[(region.kinds[near] == region.kinds[p]) & (near != p)]
+        partners += near[region.unit[near] @ region.unit[p] >= dedup.RELATED_SIMILARITY].tolist()
+    region.load(partners)
+
+
+# --- changes: the announcements whose verdict can move -------------------------------------------------------
+
+
+def _judge_announcers(ctx: TaskContext, region: Region, merges: list[Merge], changed_ids: list[str],
+                      removed: list[Removed]) -> set[str]:
+    """The ids of the announcements to judge again, with each one's pool and rivals read into the region.
+
+    A verdict moves only with what the announcement matches: the statements matched before the changes (the
+    removed ones, what this run merges away, the canonicals as they were, and the old text of a memory whose
+    text was replaced) and those matched after (the changed memories and canonicals as they are now)."""
+    before, _ = region.candidates()
+    by_id = {c.id: c for c in dedup.after_merges(before, merges)}
+    into = {m.into for m in merges}
+    gone = {d for m in merges for d in m.duplicates}
+    now = [by_id[i] for i in dict.fromkeys([*changed_ids, *into]) if i in by_id]
+    exact = now + [c for c in before if c.id in gone or c.id in into] + [r.candidate for r in removed]
+    loose = _replaced_texts(ctx, now)
+    judged = {c.id for c in now if _changes(c)}
+    lookup = set().union(set(), *(stored_terms(c).terms for c in exact), *(terms for terms, _ in loose),
+                         *(ch.old | ch.subject | ch.new for c in now for ch in _changes(c)))
+    found = [region.position[i] for i in ctx.hygiene.anchored(sorted(lookup)) if i in region.position]
+    region.load(found)
+    candidates, _ = region.candidates()
+    by_id = {c.id: c for c in dedup.after_merges(candidates, merges)}
+    announcers = [by_id[region.ids[p]] for p in found if region.ids[p] in by_id and region.ids[p] not in judged]
+    judged |= _affected(region, announcers, exact, loose, [c for c in now if _changes(c)])
+    _load_pools(ctx, region, [by_id[i] for i in judged if i in by_id])
+    return judged
+
+
+def _replaced_texts(ctx: TaskContext, changed: list[Candidate]) -> list[tuple[frozenset[str], str]]:
+    """(stored terms, scope) of the changed memories whose stored terms are not those of their text now: read from
+    a text since replaced (an overwrite), or from more texts than they stand for now (a merge undone). Only the
+    terms are left of what they were, so they are matched loosely."""
+    previous = ctx.hygiene.previous_terms([c.id for c in changed])
+    return [(previous[c.id], c.scope) for c in changed
+            if c.id in previous and previous[c.id] != frozenset(stored_terms(c).terms)]
+
+
+def _changes(candidate: Candidate) -> list[Change]:
+    """The changes a memory announces, in any text it stands for."""
+    return [fact.change for fact, _ in candidate.variants if fact.change is not None]
+
+
+def _affected(region: Region, announcers: list[Candidate], exact: list[Candidate],
+              loose: list[tuple[frozenset[str], str]], changed_announcers: list[Candidate]) -> set[str]:
+    """Which of these unchanged announcements match a changed statement (before or after its change), or are
+    rivals of a changed announcement (one subject and old value)."""
+    exact_index, loose_index = _term_index(stored_terms(s).terms for s in exact), _term_index(t for t, _ in loose)
+    rival_keys = {(ch.subject, ch.old) for a in changed_announcers for ch in _changes(a) if ch.old and ch.new}
+    affected = set()
+    for announcer in announcers:
+        for change in _changes(announcer):
+            query = pool_query(change)
+            if (change.subject, change.old) in rival_keys or any(
+                    exact[k].scope == announcer.scope and exact[k].id != announcer.id
+                    and in_matches(announcer, change, exact[k]) and _maybe_related(region, announcer, exact[k])
+                    for k in _holders(exact_index, query.counted, query.need)) or any(
+                    loose[k][1] == announcer.scope for k in _holders(loose_index, query.counted, query.need)):
+                affected.add(announcer.id)
+                break
+    return affected
+
+
+def _term_index(term_sets: Iterable[Iterable[str]]) -> dict[str, set[int]]:
+    index: dict[str, set[int]] = defaultdict(set)
+    for number, terms in enumerate(term_sets):
+        for term in terms:
+            index[term].add(number)
+    return index
+
+
+def _holders(index: dict[str, set[int]], terms: frozenset[str], need: int) -> set[int]:
+    """The entries of a term index holding at least `need` of `terms` (found through the rarest postings)."""
+    postings = sorted((index.get(t, set()) for t in terms), key=len)
+    if not postings or need > len(postings):
+        return set()
+    reached = set().union(*postings[: len(postings) - need + 1])
+    return {k for k in reached if sum(k in p for p in postings) >= need}
+
+
+def _maybe_related(region: Region, a: Candidate, b: Candidate) -> bool:
+    """related(), or True for a memory whose vector is gone with it (a deletion whose tombstone had none)."""
+    return a.id not in region.position or b.id not in region.position or region.related(a, b)
+
+
+def _load_pools(ctx: TaskContext, region: Region, announcers: list[Candidate]) -> None:
+    """Read each announcement's whole pool (every memory whose stored terms answer its pool_query: all it can
+    match, reached through the postings of its rarest terms) and its rivals (stored anchors holding its old
+    value)."""
+    rows = []
+    for announcer in announcers:
+        for change in _changes(announcer):
+            query = pool_query(change)
+            rows.append({"key": len(rows), "required": sorted(query.required), "counted": sorted(query.counted),
+                         "need": query.need, "slack": query.slack})
+    # How common each term is, judged from the memories read so far: a choice of drive terms, never of answers.
+    counts = Counter(t for c in region.loaded.values() for t in stored_terms(c).terms)
+    for row in rows:
+        # Any one required term reaches every answer; else enough of the counted ones that each answer holds one.
+        row["drive"] = drive_terms(row["required"], 1, counts)[:1] if row["required"] else \
+            drive_terms(row["counted"], row["need"], counts)
+    pools = ctx.hygiene.holding([row for row in rows if row["drive"]])
+    olds = {t for a in announcers for ch in _changes(a) if ch.old for t in ch.old}
+    ids = set().union(set(), *pools.values(), ctx.hygiene.anchored(sorted(olds)) if olds else set())
+    region.load(region.position[i] for i in ids if i in region.position)
+
+
+def drive_terms(terms: list[str], need: int, counts: dict[str, int]) -> list[str]:
+    """The fewest terms whose postings hold every memory holding `need` of `terms`: the rarest
+    len(terms) - need + 1 of them (a memory missing all of those misses too many)."""
+    if need <= 0:
+        return list(terms)
+    return sorted(terms, key=lambda t: (counts.get(t, 0), t))[: len(terms) - need + 1]

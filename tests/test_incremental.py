@@ -1,0 +1,534 @@
+"""Incremental runs on the real stores: after changes of every kind, an incremental run of decay, dedup and
+cluster leaves the graph exactly as a full pass over a copy of the same store does; the watermark moves only
+with successful whole-graph real runs; the full-pass interval, a request and new settings force full passes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from dataclasses import replace
+from datetime import timedelta
+
+import numpy as np
+import pytest
+
+from consolidation.service import build_services
+from consolidation.similarity import Pairs
+from consolidation.stores.vectors import VectorPoint
+from consolidation.tasks import TASKS
+from tests.conftest import NOW, Clock, add_memory, days_ago, make_settings, unit, vector_at
+
+DIM = 96
+TASKS_COMPARED = ["decay", "dedup", "cluster"]
+
+
+def axis(i: int) -> np.ndarray:
+    vector = np.zeros(DIM, dtype=np.float32)
+    vector[i] = 1.0
+    return vector
+
+
+def toward(centre: int, shared: int) -> np.ndarray:
+    """A member at cosine 0.8 from its centre, leaning on an axis another cluster's member leans on too: two such
+    members are 0.36 apart, and unit(a + b) is 0.82 from each (a bridge)."""
+    return unit(0.8 * axis(centre) + 0.6 * axis(shared))
+
+
+def settings_for(data_dir, **overrides):
+    return make_settings(data_dir, vector_size=DIM, **overrides)
+
+
+def minutes_ago(minutes: float) -> str:
+    return (NOW - timedelta(minutes=minutes)).isoformat()
+
+
+class Scenario:
+    """A store after a full pass, then changed in every way that matters (the names say what each memory is)."""
+
+    def __init__(self, services):
+        self.services = services
+        self.ids: dict[str, str] = {}
+        self.clock_step = 0
+
+    def add(self, name, vector, content, kind="Context", when=None, **fields):
+        self.clock_step += 1  # distinct times: no two memories are recorded in the same minute by accident
+        self.ids[name] = add_memory(self.services, vector=vector, content=content, type=kind,
+                                    timestamp=when or minutes_ago(10 * self.clock_step), **fields)
+        return self.ids[name]
+
+    def cluster(self, prefix, centre, axes, topic, edge=None):
+        for k, a in enumerate(axes):
+            self.add(f"{prefix}{k}", vector_at(0.95, axis(centre), axis(a)), f"{topic} note {a}: it uses port {5000 + a}")
+        if edge is not None:
+            self.add(f"{prefix}-edge", toward(centre, edge), f"{topic} edge note {edge}: it uses port {6000 + edge}")
+
+    def build(self):
+        self.cluster("t1-", 0, range(1, 7), "Billing", edge=40)  # 7 members
+        self.cluster("t2-", 7, range(8, 14), "Search", edge=40)  # 7 members
+        self.cluster("x1-", 14, range(15, 20), "Queue", edge=41)  # 6 members, and with x2 and the hinge: one cluster
+        self.cluster("x2-", 20, range(21, 26), "Ledger", edge=41)
+        self.add("hinge", unit(toward(14, 41) + toward(20, 41)), "Queue and ledger share hinge item 41")
+        self.cluster("s1-", 26, range(27, 30), "Mail", edge=42)  # 4 members: too few for a cluster
+        self.cluster("s2-", 30, range(31, 34), "Audit", edge=42)
+        self.cluster("quiet-", 80, range(81, 87), "Payroll")  # no change comes near it: no run reads it again
+        # It will fall below the relevance line at the next decay: old, unused, unconfident.
+        self.ids["fading"] = self.ids["t1-5"]
+        self.services.stores.graph.upsert_memories([{"id": self.ids["fading"], "timestamp": days_ago(200),
+                                                     "last_accessed": days_ago(200), "confidence": 0.0,
+                                                     "importance": 0.3}])
+        self.add("pg", axis(50), "We use PostgreSQL for the billing database", "Decision", when=days_ago(30))
+        self.add("pg-again", vector_at(0.97, axis(50), axis(51)), "we chose postgresql for the billing database!",
+                 "Decision", when=days_ago(20))
+        self.add("redis", axis(52), "Redis caches the session tokens", "Decision", when=days_ago(15))
+        self.add("kafka", axis(54), "Kafka streams the audit events", "Decision", when=days_ago(14))
+        self.add("grafana", axis(55), "Grafana shows the latency panels", "Decision", when=days_ago(13))
+        self.add("window", axis(56), "The deploy window of service alpha is Tuesday", when=days_ago(10))
+        self.add("standup-moved", axis(58), "The standup moved from Monday to Wednesday", when=days_ago(5))
+        self.add("backups-now", axis(60), "Backups now run on Friday", when=days_ago(3))
+        self.add("backups-monday", vector_at(0.8, axis(60), axis(61)), "Backups run on Monday", when=days_ago(10))
+        self.add("backups-tuesday", vector_at(0.8, axis(60), axis(62)), "Backups run on Tuesday",
+                 when=(NOW - timedelta(days=10, minutes=5)).isoformat())
+        self.add("ttl", axis(64), "The cache TTL is 5 minutes", when=days_ago(7))
+        # One fact twice, kept apart by an administrator's restore: a newcomer close to the second only still
+        # joins their group, whose canonical (the oldest) may take it.
+        self.add("sentry", axis(70), "Sentry tracks the production errors", "Decision", when=days_ago(40))
+        self.add("sentry-apart", vector_at(0.9, axis(70), axis(71)), "sentry tracks the production errors!",
+                 "Decision", when=days_ago(30), distinct_from=[self.ids["sentry"]])
+        return self
+
+    def change(self):
+        """Every kind of change between two runs, each through the path the service takes for it."""
+        services, now = self.services, self.services.engine.clock()
+        create = services.memories.create
+        self.ids["bridge"] = create(body(unit(toward(0, 40) + toward(7, 40)), "Billing and search share bridge item 40"))["id"]
+        self.ids["small-bridge"] = create(body(unit(toward(26, 42) + toward(30, 42)), "Mail and audit share bridge item 42"))["id"]
+        self.ids["redis-again"] = create(body(vector_at(0.97, axis(52), axis(53)), "redis caches the session tokens again!",
+                                              "Decision"))["id"]
+        self.ids["window-moved"] = create(body(vector_at(0.8, axis(56), axis(57)),
+                                               "The deploy window of service alpha moved from Tuesday to Thursday"))["id"]
+        # An old statement arriving late: the change announced five days ago (unchanged) supersedes it.
+        self.ids["standup"] = create(body(vector_at(0.8, axis(58), axis(59)), "The standup is on Monday",
+                                          timestamp=days_ago(20)))["id"]
+        self.ids["standup-friday"] = create(body(vector_at(0.8, axis(58), axis(67)),
+                                                 "The standup moved from Monday to Friday"))["id"]
+        self.ids["sentry-late"] = create(body(unit(0.6 * axis(70) + 0.6 * axis(71) + 0.529 * axis(72)),
+                                              "Sentry tracks the production errors again", "Decision"))["id"]
+        # Related, but not close enough to be one fact: only its time brings the older one into the run.
+        self.ids["ttl-15"] = create(body(vector_at(0.5, axis(64), axis(65)), "The cache TTL is 15 minutes",
+                                         timestamp=(NOW - timedelta(days=7) + timedelta(seconds=30)).isoformat()))["id"]
+        # An import overwrites a memory with a restatement of another (new text, new vector).
+        line = {"id": self.ids["grafana"], **body(vector_at(0.98, axis(54), axis(66)), "kafka streams the audit events!",
+                                                  "Decision")}
+        report = services.memories.import_jsonl(json.dumps(line).encode(), overwrite=True)
+        assert report.overwritten == 1
+        # Archived: the hinge (its cluster splits in two) and one of two statements a change could mean.
+        gone = [self.ids["hinge"], self.ids["backups-tuesday"]]
+        services.stores.graph.archive(gone, now.isoformat())
+        services.stores.vectors.set_archived(gone, True)
+        # Deleted (forget's path, with a tombstone), and a merged duplicate restored apart from its canonical.
+        self.ids["deleted"] = self.ids["t2-2"]
+        assert services.engine.lifecycle.delete({self.ids["deleted"]: "test"}, now) == 1
+        duplicate = next(i for i in (self.ids["pg"], self.ids["pg-again"])
+                         if services.stores.graph.get_memory(i).get("merged_into"))
+        services.memories.restore(duplicate)
+        return self
+
+
+def body(vector, content, kind="Context", timestamp=None):
+    return {"content": content, "type": kind, "embedding": [float(x) for x in vector],
+            "timestamp": timestamp or NOW.isoformat()}
+
+
+@pytest.fixture(scope="module")
+def changed_store(tmp_path_factory):
+    """The scenario's store: built, consolidated by a full pass, then changed (each test runs on a copy)."""
+    data_dir = tmp_path_factory.mktemp("scenario") / "data"
+    services = build_services(settings_for(data_dir), clock=Clock())
+    try:
+        scenario = Scenario(services).build()
+        first = services.engine.run(["dedup", "cluster"])
+        assert first["success"] and {r["pass"] for r in first["results"].values()} == {"full"}
+        before = patterns(services)
+        scenario.change()
+    finally:
+        services.close()
+    return data_dir, scenario.ids, before
+
+
+def copy_of(changed_store, tmp_path, name, **overrides):
+    data_dir = tmp_path / name
+    shutil.copytree(changed_store[0], data_dir)
+    return build_services(settings_for(data_dir, **overrides), clock=Clock())
+
+
+def patterns(services) -> dict[str, frozenset[str]]:
+    rows = services.stores.graph.falkor.records(
+        "MATCH (p:MetaPattern) WHERE coalesce(p.archived, false) = false "
+        "OPTIONAL MATCH (p)-[:SUMMARIZES]->(m:Memory) RETURN p.id, collect(m.id)")
+    return {pattern_id: frozenset(members) for pattern_id, members in rows}
+
+
+def graph_state(services, patterns_before: dict[str, frozenset[str]]) -> dict:
+    """Everything dedup and clustering decide: memories' flags, merges (with their similarity), supersessions,
+    contradictions, and MetaPatterns (by id where they existed before; new ones by their members)."""
+    falkor = services.stores.graph.falkor
+    memories = {row[0]: tuple(row[1:]) for row in falkor.records(
+        "MATCH (m:Memory) WHERE coalesce(m.type, '') <> 'MetaPattern' "
+        "RETURN m.id, coalesce(m.archived, false), m.merged_into, m.superseded_by, m.distinct_from")}
+    edges = {relation: sorted(map(tuple, falkor.records(
+        f"MATCH (a:Memory)-[r:{relation}]->(b:Memory) RETURN a.id, b.id, r.similarity, r.reason")))
+        for relation in ("MERGED_INTO", "SUPERSEDES", "CONTRADICTS")}
+    now = patterns(services)
+    return {"memories": memories, **edges,
+            "kept patterns": {p: members for p, members in now.items() if p in patterns_before},
+            "new patterns": sorted(sorted(members) for p, members in now.items() if p not in patterns_before),
+            "retired": sorted(set(patterns_before) - set(now))}
+
+
+def consolidate(services, **options):
+    result = services.engine.run(TASKS_COMPARED, **options)
+    assert result["success"], result
+    return result["results"]
+
+
+def test_an_incremental_run_reaches_the_state_a_full_pass_reaches(changed_store, tmp_path):
+    _, ids, before = changed_store
+    incremental, full = copy_of(changed_store, tmp_path, "incremental"), copy_of(changed_store, tmp_path, "full")
+    try:
+        fast, slow = consolidate(incremental), consolidate(full, full=True)
+        assert [fast[t]["pass"] for t in ("dedup", "cluster")] == ["incremental", "incremental"]
+        assert [slow[t]["pass"] for t in ("dedup", "cluster")] == ["full", "full"]
+        total = slow["dedup"]["memories_processed"]
+        assert 0 < fast["dedup"]["memories_considered"] < total
+        assert 0 < fast["cluster"]["memories_considered"] < slow["cluster"]["memories_processed"]
+        state = graph_state(incremental, before)
+        assert state == graph_state(full, before)
+    finally:
+        incremental.close()
+        full.close()
+    expected_outcomes(state, ids, before)
+
+
+def expected_outcomes(state: dict, ids: dict[str, str], before: dict[str, frozenset[str]]) -> None:
+    """What the scenario was built to make happen, from its construction (not from either run)."""
+    merged = {(a, b) for a, b, *_ in state["MERGED_INTO"]}
+    assert (ids["redis-again"], ids["redis"]) in merged  # a new restatement, into the older memory
+    assert (ids["grafana"], ids["kafka"]) in merged  # an overwrite that became a restatement
+    assert (ids["sentry-late"], ids["sentry"]) in merged  # reached through its group, not its own neighbours
+    assert len(merged) == 3  # the first run's merge was undone by the restore
+    restored = [i for i in (ids["pg"], ids["pg-again"]) if not state["memories"][i][0]]
+    assert len(restored) == 2  # the restored duplicate stays apart from its canonical
+    superseding = {(a, b) for a, b, *_ in state["SUPERSEDES"]}
+    assert superseding == {(ids["window-moved"], ids["window"]),  # a new change
+                           (ids["standup-moved"], ids["standup"]),  # an unchanged change, a late statement
+                           (ids["standup-friday"], ids["standup"]),  # a new change of the same...
+                           (ids["standup-friday"], ids["standup-moved"]),  # ...and its older rival
+                           (ids["backups-now"], ids["backups-monday"])}  # unambiguous once its rival left
+    assert {frozenset((a, b)) for a, b, *_ in state["CONTRADICTS"]} == {frozenset((ids["ttl"], ids["ttl-15"]))}
+    clusters = [frozenset(members) for members in state["kept patterns"].values()] + \
+        [frozenset(members) for members in state["new patterns"]]
+    named = lambda *prefixes: frozenset(i for name, i in ids.items() if name.startswith(prefixes))  # noqa: E731
+    assert sorted(clusters, key=sorted) == sorted([
+        named("t1-", "t2-", "bridge") - {ids["fading"], ids["deleted"]},  # bridged, minus one fallen, one deleted
+        named("x1-"), named("x2-"),  # split when the hinge was archived
+        named("s1-", "s2-", "small-bridge"),  # two small components bridged into a cluster
+        named("quiet-"),  # untouched
+    ], key=sorted)
+    assert len(state["retired"]) == 1 and len(before) == 4  # t1 and t2 became one; x kept one of its halves
+    assert state["kept patterns"][next(p for p, m in before.items() if m == named("quiet-"))] == named("quiet-")
+
+
+def _first_round_only(ctx, region, changed, removed):
+    """The merge closure without following a group past the changed memories' own neighbours."""
+    from consolidation.tasks import dedup_incremental
+
+    found = []
+    leaving = [r for r in removed if r.vector is not None]
+    queries = [region.loaded[int(p)] for p in changed] + [r.candidate for r in leaving]
+    origins = np.concatenate([changed, np.full(len(leaving), -1)]).astype(np.int64)
+    vectors = np.concatenate([region.unit[changed]] + [r.vector[None] for r in leaving])
+    hits = region.search(vectors, np.array([region.kind_of(q) for q in queries]),
+                         ctx.settings.consolidation_dedup_similarity)
+    dedup_incremental._follow(region, hits, queries, origins, found)
+    if not found:
+        return Pairs.empty()
+    a, b, similarity = (np.array(column) for column in zip(*found))
+    return Pairs(a.astype(np.int32), b.astype(np.int32), similarity.astype(np.float32)).deduplicated(
+        len(region.ids))
+
+
+def _changed_only(changed, patterns, n, search, within, most):
+    """The cluster region without what the changed memories reach: no pairs followed, nothing read whole."""
+    from consolidation import clusters
+
+    def nothing(positions):
+        return Pairs.empty()
+
+    return clusters.cluster_region(changed, [p for p in patterns if p.broken], n, nothing, within, most)
+
+
+def _never_broken(patterns, position, changed, min_size):
+    from consolidation import clusters
+
+    return [replace(entry, broken=False) for entry in clusters.touched(patterns, position, changed, min_size)]
+
+
+NARROWER = {  # a part of the neighbourhood left out -> what the run misses
+    "a group past the changed memories' own neighbours": ("dedup_incremental", "_merge_closure", _first_round_only),
+    "the pools of the announcements judged": ("dedup_incremental", "_load_pools", lambda *args: None),
+    "what left since the watermark": ("dedup_incremental", "_removed", lambda ctx, region: []),
+    "partners recorded in the same minute": ("dedup_incremental", "_load_simultaneous", lambda *args: None),
+    "unchanged announcements a change concerns": ("dedup_incremental", "_affected", lambda *args: set()),
+    "clusters reached, and small components": ("cluster_incremental", "cluster_region", _changed_only),
+    "MetaPatterns a removal broke": ("cluster_incremental", "touched", _never_broken),
+}
+
+
+@pytest.mark.parametrize("left_out", list(NARROWER))
+def test_each_part_of_the_neighbourhood_is_needed(changed_store, tmp_path, monkeypatch, left_out):
+    """The comparison can fail: leave out any one part of what an incremental run reads, and it ends elsewhere
+    than the full pass."""
+    from consolidation import tasks
+
+    module, name, narrower = NARROWER[left_out]
+    monkeypatch.setattr(getattr(tasks, module), name, narrower)
+    _, _, before = changed_store
+    narrow, full = copy_of(changed_store, tmp_path, "narrow"), copy_of(changed_store, tmp_path, "full")
+    try:
+        consolidate(narrow)
+        consolidate(full, full=True)
+        assert graph_state(narrow, before) != graph_state(full, before)
+    finally:
+        narrow.close()
+        full.close()
+
+
+# --- the watermark and the pass ------------------------------------------------------------------------------
+
+
+def control(services) -> dict:
+    return services.engine.control.state()
+
+
+def dedup_report(services, **options) -> dict:
+    return services.engine.run(["dedup"], **options)["results"]["dedup"]
+
+
+def restatement(services, of: str, vector) -> str:
+    return add_memory(services, vector=vector, content=of, type="Decision", timestamp=NOW.isoformat())
+
+
+@pytest.fixture
+def wide(tmp_path, clock):
+    built = build_services(settings_for(tmp_path / "wide"), clock=clock)
+    yield built
+    built.close()
+
+
+@pytest.fixture
+def scoped(tmp_path, clock):
+    built = build_services(settings_for(tmp_path / "scoped", consolidation_scope_properties=("user_id",)),
+                           clock=clock)
+    yield built
+    built.close()
+
+
+def test_only_a_successful_whole_graph_real_run_moves_the_watermark(scoped, monkeypatch):
+    add_memory(scoped, vector=axis(0), content="Use Sentry for error tracking", type="Decision", user_id="u1",
+               timestamp=days_ago(3))
+    assert dedup_report(scoped)["pass"] == "full"
+    mark = control(scoped)["watermark_dedup"]
+    assert mark == control(scoped)["change_seq"]  # the counter at its start; storing fact terms is no change
+    late = add_memory(scoped, vector=vector_at(0.97, axis(0), axis(1)), content="we chose sentry for error tracking!",
+                      type="Decision", user_id="u1")
+
+    dry = dedup_report(scoped, dry_run=True)
+    assert dry["pass"] == "incremental" and dry["merged"] == 1 and dry["memories_changed"] == 1
+    assert control(scoped)["watermark_dedup"] == mark
+
+    def broken(ctx, dry_run):
+        raise RuntimeError("disk on fire")
+
+    with monkeypatch.context() as patch:
+        patch.setitem(TASKS, "dedup", broken)
+        assert dedup_report(scoped)["success"] is False
+    assert control(scoped)["watermark_dedup"] == mark
+
+    one_scope = dedup_report(scoped, scope={"user_id": "u1"}, dry_run=True)
+    assert one_scope["pass"] == "full" and "one scope" in one_scope["pass_reason"]
+    scoped.engine.run(["dedup"], scope={"user_id": "u2"})  # real, but of one (empty) scope
+    assert control(scoped)["watermark_dedup"] == mark
+
+    real = dedup_report(scoped)
+    assert real["pass"] == "incremental" and real["merged"] == 1
+    assert scoped.stores.graph.get_memory(late)["merged_into"]
+    assert control(scoped)["watermark_dedup"] > mark
+    assert dedup_report(scoped)["memories_changed"] == 2  # this run's own merge (both ends), nothing else
+
+
+def test_the_watermark_is_the_change_counter_at_the_task_start(wide, monkeypatch):
+    """A write racing the task (after its start) is not covered by its watermark: the next run sees it."""
+    wide.engine.run(["cluster"])
+    real_cluster = TASKS["cluster"]
+    raced = []
+
+    def racing(ctx, dry_run):
+        raced.append(add_memory(wide, vector=axis(3), content="written while clustering ran"))
+        return real_cluster(ctx, dry_run)
+
+    with monkeypatch.context() as patch:
+        patch.setitem(TASKS, "cluster", racing)
+        wide.engine.run(["cluster"])
+    change = wide.stores.graph.falkor.execute("MATCH (m:Memory {id: $id}) RETURN m.change_seq",
+                                                  {"id": raced[0]})[0][0]
+    assert control(wide)["watermark_cluster"] < int(change)
+    assert wide.engine.run(["cluster"])["results"]["cluster"]["memories_changed"] == 1
+
+
+def test_full_passes_come_with_the_interval_on_request_and_after_new_settings(tmp_path, clock):
+    data_dir = tmp_path / "data"
+    services = build_services(settings_for(data_dir, consolidation_full_pass_interval_seconds=86400), clock=clock)
+    try:
+        def passes(**options):
+            results = services.engine.run(["dedup", "creative", "cluster"], **options)["results"]
+            return [results[t]["pass"] for t in ("dedup", "creative", "cluster")]
+
+        assert passes() == ["full"] * 3  # no watermark yet
+        clock.advance(hours=23)
+        assert passes() == ["incremental"] * 3
+        assert passes(full=True) == ["full"] * 3
+        clock.advance(hours=23)
+        assert passes() == ["incremental"] * 3  # the requested full pass restarted the interval
+        clock.advance(hours=1)
+        assert passes() == ["full"] * 3  # a day after the last full pass
+        history = control(services)["history"]
+        assert [entry["full_pass"] for entry in history[:3]] == [True] * 3
+    finally:
+        services.close()
+    moved = build_services(settings_for(data_dir, consolidation_full_pass_interval_seconds=86400,
+                                        consolidation_cluster_min_size=3), clock=clock)
+    try:
+        results = moved.engine.run(["dedup", "cluster"])["results"]
+        assert results["dedup"]["pass"] == "incremental"
+        assert results["cluster"]["pass"] == "full" and "rules changed" in results["cluster"]["pass_reason"]
+    finally:
+        moved.close()
+    always = build_services(settings_for(data_dir, consolidation_full_pass_interval_seconds=0), clock=clock)
+    try:
+        assert always.engine.run(["dedup"])["results"]["dedup"]["pass"] == "full"
+    finally:
+        always.close()
+
+
+def test_a_memory_another_program_wrote_counts_as_changed_until_a_run_marks_it(wide, client_for):
+    """AutoMem writes memories without a change marker: the next run treats them as changed, and marks them."""
+    kept = add_memory(wide, vector=axis(0), content="Use Sentry for error tracking", type="Decision",
+                      timestamp=days_ago(3))
+    client = client_for(wide)
+    assert client.post("/consolidate", json={"task": "dedup", "wait": True, "full": True}, headers=client.auth).json[
+        "results"]["dedup"]["pass"] == "full"
+    foreign = "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b"
+    wide.stores.vectors.upsert([VectorPoint(foreign, vector_at(0.97, axis(0), axis(1)), {})])
+    wide.stores.graph.falkor.execute(
+        "CREATE (:Memory {id: $id, content: 'we chose sentry for error tracking!', type: 'Decision', "
+        "timestamp: $now})", {"id": foreign, "now": NOW.isoformat()})
+
+    preview = dedup_report(wide, dry_run=True)
+    assert preview["pass"] == "incremental" and preview["memories_changed"] == 1 and preview["merged"] == 1
+    report = dedup_report(wide)
+    assert report["merges"][0]["duplicates"] == [foreign] and report["merges"][0]["into"] == kept
+    marked = wide.stores.graph.falkor.execute("MATCH (m:Memory {id: $id}) RETURN m.change_seq", {"id": foreign})
+    assert marked[0][0] is not None
+
+
+def test_a_control_node_made_anew_does_not_make_every_memory_look_changed(wide):
+    """The counter restarts at 0 on a new control node; the markers memories already carry are higher. The next
+    run moves the counter past them, so after its full pass nothing looks changed."""
+    for i in range(3):
+        add_memory(wide, vector=axis(i), content=f"Note {i} about the queue")
+    wide.engine.run(["cluster"])
+    wide.stores.graph.falkor.execute("MATCH (c:ConsolidationControl) DETACH DELETE c")
+    first = wide.engine.run(["cluster"])["results"]["cluster"]
+    assert first["pass"] == "full" and "no watermark" in first["pass_reason"]
+    again = wide.engine.run(["cluster"])["results"]["cluster"]
+    assert again["pass"] == "incremental" and again["memories_changed"] == 0
+
+
+# --- the benchmark's generated stores ------------------------------------------------------------------------
+
+
+def generated_dataset(n: int, seed: int):
+    """bench/dataset.py's store: planted topics, noise, restatements and updates (loaded by path: bench/ is
+    scripts, not a package)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("bench_dataset", Path(__file__).parent.parent / "bench" / "dataset.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module.generate(n, NOW, seed=seed)
+
+
+def change_generated(services, rng, count: int) -> None:
+    """`count` changes of each kind through the stores' own writes: restatements of random memories, rewrites
+    into announcements of a changed detail, new announcements of one, archives, deletions and restores."""
+    graph, vectors, now = services.stores.graph, services.stores.vectors, NOW.isoformat()
+    ids = graph.falkor.scan_memories("coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'",
+                                     "m.id")[0]
+    chosen = [ids[i] for i in rng.choice(len(ids), 5 * count, replace=False)]
+    memories = {m["id"]: m for m in graph.get_memories(chosen)}
+    found, matrix = vectors.vectors(chosen)
+    vector_of = dict(zip(found, matrix))
+
+    def near(memory_id, spread):
+        vector = vector_of[memory_id] + spread * rng.standard_normal(matrix.shape[1]) / np.sqrt(matrix.shape[1])
+        return vector / np.linalg.norm(vector)
+
+    def announcing(memory):
+        detail = memory["content"].lower().split("detail ")[-1].split(" ")[0].rstrip(".!")
+        return f"{memory['content'].split('. ')[0]}: detail changed from {detail} to {detail}7."
+
+    restated, rewritten, announced, archived, deleted = (chosen[k * count:(k + 1) * count] for k in range(5))
+    new = [({**memories[i], "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "timestamp": now,
+             "content": memories[i]["content"].lower().rstrip(".") + "!"}, near(i, 0.18)) for i in restated]
+    new += [({**memories[i], "id": str(uuid.UUID(bytes=rng.bytes(16), version=4)), "timestamp": now,
+              "content": announcing(memories[i])}, near(i, 0.4)) for i in announced]
+    vectors.upsert([VectorPoint(m["id"], v, {}) for m, v in new])
+    graph.create_memories([m for m, _ in new])
+    vectors.upsert([VectorPoint(i, near(i, 0.3), {}) for i in rewritten])
+    graph.replace_memories([{**memories[i], "timestamp": now, "content": announcing(memories[i])} for i in rewritten])
+    graph.archive(archived, now)
+    vectors.set_archived(archived, True)
+    services.engine.lifecycle.delete({i: "test" for i in deleted}, NOW)
+    for (duplicate,) in graph.falkor.execute("MATCH (d:Memory)-[:MERGED_INTO]->() RETURN d.id LIMIT $n", {"n": count}):
+        services.memories.restore(duplicate)
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_on_a_generated_store_an_incremental_run_matches_a_full_pass(tmp_path, seed):
+    data = generated_dataset(2000, seed)
+    settings = make_settings(tmp_path / "one", vector_size=384)
+    services = build_services(settings, clock=Clock())
+    try:
+        services.stores.vectors.upsert([VectorPoint(m["id"], v, {}) for m, v in zip(data.memories, data.vectors)])
+        services.stores.graph.upsert_memories(data.memories)
+        consolidate(services)
+        before = patterns(services)
+        change_generated(services, np.random.default_rng(seed), 20)
+    finally:
+        services.close()
+    shutil.copytree(tmp_path / "one", tmp_path / "two")
+    incremental = build_services(settings, clock=Clock())
+    full = build_services(settings.model_copy(update={"data_dir": tmp_path / "two"}), clock=Clock())
+    try:
+        fast, slow = consolidate(incremental), consolidate(full, full=True)
+        assert fast["dedup"]["pass"] == fast["cluster"]["pass"] == "incremental"
+        assert fast["dedup"]["memories_considered"] < slow["dedup"]["memories_processed"] / 4
+        assert slow["dedup"]["merged"] > 10 and slow["dedup"]["supersessions_total"] > 10  # not a trivial case
+        assert graph_state(incremental, before) == graph_state(full, before)
+    finally:
+        incremental.close()
+        full.close()
