@@ -54,6 +54,7 @@ class GraphRegistry:
         self._graphs: dict[str, GraphServices] = {}
         self._known: list[str] = list(self.selection.names)
         self._connection: Falkor | None = None
+        self._opening: dict[str, threading.Lock] = {}
         self._lock = threading.RLock()
 
     def get(self, name: str | None, create: bool = True) -> GraphServices:
@@ -67,6 +68,12 @@ class GraphRegistry:
         with self._lock:
             if name in self._graphs:
                 return self._graphs[name]
+            opening = self._opening.setdefault(name, threading.Lock())
+        # Opening a graph (schema, collection) takes a while: only requests for that graph wait for it.
+        with opening:
+            with self._lock:
+                if name in self._graphs:
+                    return self._graphs[name]
             if not create and name not in self.selection.names and name not in self.refresh():
                 raise UnknownGraph(name)
             return self._open(name)
@@ -108,14 +115,16 @@ class GraphRegistry:
 
     def _open(self, name: str) -> GraphServices:
         collection = self.selection.collection(name)
-        taken = {self.selection.collection(other): other for other in self._graphs}
+        with self._lock:
+            taken = {self.selection.collection(other): other for other in self._graphs}
         if collection in taken:
             raise StoreMismatch(f"graphs {taken[collection]!r} and {name!r} would share the Qdrant collection "
                                 f"{collection!r}: name another in QDRANT_COLLECTIONS")
         graph = self._build(name, self.connection)
-        self._graphs[name] = graph
-        if name not in self._known:
-            self._known = sorted({*self._known, name})
+        with self._lock:
+            self._graphs[name] = graph
+            if name not in self._known:
+                self._known = sorted({*self._known, name})
         log.info("graph opened graph=%s collection=%s", name, collection)
         return graph
 

@@ -118,6 +118,19 @@ class Falkor:
                                  read_only=True)
         return [list(column) for column in zip(*rows)] if rows else []
 
+    def write_pages(self, prefix: str, where: str, sets: str, params: dict | None = None) -> int:
+        """`<prefix> MATCH (m:Memory) WHERE <where> SET <sets>` over every memory, a short range of node ids
+        at a time (no index needed, no long write lock); returns how many memories it set."""
+        top = self.execute("MATCH (m:Memory) RETURN max(id(m))", read_only=True)
+        highest = top[0][0] if top else None
+        query = (f"{prefix} MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) "
+                 f"SET {sets} RETURN count(m)")
+        done = 0
+        for first in range(0, int(highest) + 1 if highest is not None else 0, WRITE_CHUNK):
+            rows = self.execute(query, {**(params or {}), "first": first, "after": first + WRITE_CHUNK})
+            done += int(rows[0][0]) if rows else 0
+        return done
+
     def write_chunks(self, cypher: str, rows: Sequence[Any], chunk: int = WRITE_CHUNK, **params: Any) -> None:
         """Run `UNWIND $rows AS row ...` over the rows, a chunk at a time, with any further parameters."""
         for part in chunked(rows, chunk):

@@ -200,9 +200,11 @@ class GraphStore:
         if ahead > counter:
             self.falkor.execute(f"MERGE {control_node('c')} SET c.{CHANGE} = CASE WHEN c.{CHANGE} > $ahead "
                                 f"THEN c.{CHANGE} ELSE $ahead END", {"ahead": int(ahead)})
-        unmarked = [memory_id for memory_id, mark in zip(ids, marks) if np.isnan(mark)]
-        self.mark_changed(unmarked)
-        return len(unmarked)
+        if not np.isnan(marks).any():
+            return 0
+        # By node id ranges, not by id lookups: a graph another program wrote may not have our indexes yet
+        # (they build in the background), and a lookup per memory would then scan the graph each time.
+        return self.falkor.write_pages(NEXT_CHANGE, f"m.{CHANGE} IS NULL AND {NOT_SUMMARY}", STAMP)
 
     def _change_counter(self) -> int:
         rows = self.falkor.execute(f"MATCH {control_node('c')} RETURN c.{CHANGE}", read_only=True)
