@@ -108,36 +108,15 @@ def cluster_region(changed: Sequence[int], patterns: Sequence[Touched], n: int, 
     themselves and have no pair with an unchanged memory outside; a broken one's pairs are read by
     `within(positions)` -> pairs of local numbers); a candidate reached that is in no MetaPattern is searched
     in turn, to read its small component whole. TooMuchChanged past `most_searched` searches."""
-    owners: dict[int, list[int]] = {}
-    for k, entry in enumerate(patterns):
-        for member in entry.members.tolist():
-            owners.setdefault(member, []).append(k)
-    in_region = np.zeros(n, dtype=bool)
-    taken: set[int] = set()
-    edges: list[tuple[np.ndarray, np.ndarray]] = []
-    chains: list[tuple[np.ndarray, np.ndarray]] = []
-
-    def take(k: int) -> None:
-        if k in taken:
-            return
-        taken.add(k)
-        members = patterns[k].members
-        in_region[members] = True
-        if patterns[k].broken:
-            local = within(members)
-            edges.append((members[local.rows], members[local.cols]))
-        else:
-            chains.append((members[:-1], members[1:]))
-
+    growth = _Growth(patterns, n, within)
     for k, entry in enumerate(patterns):
         if entry.broken:
-            take(k)
+            growth.take(k)
     queue = sorted(set(int(c) for c in changed))
-    in_region[queue] = True
+    growth.in_region[queue] = True
     searched: set[int] = set()
     while queue:
         batch = np.array([p for p in queue if p not in searched], dtype=np.int64)
-        queue = []
         if batch.size == 0:
             break
         searched.update(batch.tolist())
@@ -145,28 +124,63 @@ def cluster_region(changed: Sequence[int], patterns: Sequence[Touched], n: int, 
             raise TooMuchChanged(f"the changes reach more than {most_searched} memories to search: a full pass "
                                  "costs about the same")
         hits = search(batch)
-        first, second = batch[hits.rows], hits.cols.astype(np.int64)
+        queue = growth.reach(batch[hits.rows], hits.cols.astype(np.int64))
+    return growth.region()
+
+
+class _Growth:
+    """A cluster region as it grows: what is in it, the pairs read, and the MetaPatterns taken whole."""
+
+    def __init__(self, patterns: Sequence[Touched], n: int, within: Callable):
+        self.patterns, self.within = patterns, within
+        self.owners: dict[int, list[int]] = {}
+        for k, entry in enumerate(patterns):
+            for member in entry.members.tolist():
+                self.owners.setdefault(member, []).append(k)
+        self.in_region = np.zeros(n, dtype=bool)
+        self.taken: set[int] = set()
+        self.edges: list[tuple[np.ndarray, np.ndarray]] = []
+        self.chains: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def take(self, k: int) -> None:
+        """A MetaPattern joins whole: a broken one with its members' pairs read, an intact one as a chain (its
+        members are known to be connected)."""
+        if k in self.taken:
+            return
+        self.taken.add(k)
+        members = self.patterns[k].members
+        self.in_region[members] = True
+        if self.patterns[k].broken:
+            local = self.within(members)
+            self.edges.append((members[local.rows], members[local.cols]))
+        else:
+            self.chains.append((members[:-1], members[1:]))
+
+    def reach(self, first: np.ndarray, second: np.ndarray) -> list[int]:
+        """Add the pairs found; take the MetaPatterns reached; return the memories in none, to be searched."""
         keep = first != second
-        edges.append((first[keep], second[keep]))
-        for target in np.unique(second[keep]).tolist():
-            if target in owners:
-                for k in owners[target]:
-                    take(k)
-            elif not in_region[target]:
-                in_region[target] = True
-                queue.append(target)
-    return _region(in_region, edges, chains, [patterns[k].pattern for k in sorted(taken)])
+        self.edges.append((first[keep], second[keep]))
+        loners = []
+        for target in sorted(set(second[keep].tolist())):
+            if target in self.owners:
+                for k in self.owners[target]:
+                    self.take(k)
+            elif not self.in_region[target]:
+                self.in_region[target] = True
+                loners.append(target)
+        return loners
 
-
-def _region(in_region: np.ndarray, edges: list, chains: list, patterns: list[MetaPatternRecord]) -> ClusterRegion:
-    empty = [np.zeros(0, dtype=np.int64)]
-    found_rows, found_cols = (np.concatenate([side[k] for side in edges] + empty) for k in (0, 1))
-    rows = np.concatenate([found_rows] + [a for a, _ in chains]).astype(np.int64)
-    cols = np.concatenate([found_cols] + [b for _, b in chains]).astype(np.int64)
-    # Distinct pairs read (a pair found from both ends once); by sorting: numpy's hashing unique is far slower.
-    keys = np.sort(np.minimum(found_rows, found_cols) * max(1, in_region.size) + np.maximum(found_rows, found_cols))
-    read = int(np.count_nonzero(np.diff(keys))) + int(keys.size > 0)
-    return ClusterRegion(np.flatnonzero(in_region), rows, cols, read, patterns)
+    def region(self) -> ClusterRegion:
+        empty = [np.zeros(0, dtype=np.int64)]
+        found_rows, found_cols = (np.concatenate([side[k] for side in self.edges] + empty) for k in (0, 1))
+        rows = np.concatenate([found_rows] + [a for a, _ in self.chains]).astype(np.int64)
+        cols = np.concatenate([found_cols] + [b for _, b in self.chains]).astype(np.int64)
+        # Distinct pairs read (a pair found from both ends once); by sorting: numpy's hashing unique is slow.
+        size = max(1, self.in_region.size)
+        keys = np.sort(np.minimum(found_rows, found_cols) * size + np.maximum(found_rows, found_cols))
+        read = int(np.count_nonzero(np.diff(keys))) + int(keys.size > 0)
+        return ClusterRegion(np.flatnonzero(self.in_region), rows, cols, read,
+                             [self.patterns[k].pattern for k in sorted(self.taken)])
 
 
 def region_clusters(region: ClusterRegion, min_size: int) -> list[np.ndarray]:

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+import numpy as np
+
 from .timeutil import parse_iso
 
 # The tasks that can work on what changed plus its neighbourhood; decay and forget are linear and always full.
@@ -55,6 +57,12 @@ def plan_pass(task: str, control: Mapping[str, Any], now: datetime, full_pass_in
     if last_full is None or now - last_full >= timedelta(seconds=full_pass_interval):
         return PassPlan(None, "the last full pass is older than CONSOLIDATION_FULL_PASS_INTERVAL_SECONDS")
     return PassPlan(watermark, f"memories changed after change {watermark}, and their neighbourhood")
+
+
+def changed_after(changes: np.ndarray, since: int) -> np.ndarray:
+    """Positions of the memories whose change number (NaN: none) is after the watermark. A memory no marker
+    names yet (written by another program) counts as changed."""
+    return np.flatnonzero(np.isnan(changes) | (changes > since))
 
 
 def _time(value: Any) -> datetime | None:

@@ -277,7 +277,8 @@ class BallIndex:
         self.loose_vectors = unit[self.loose]
         centres = [unit[members].astype(np.float64).mean(axis=0) for members in self.balls]
         self.centres = normalized(np.array(centres)) if centres else np.zeros((0, unit.shape[1]))
-        self.radii = np.array([np.arccos(np.clip((unit[m] @ c).min(), -1, 1)) for m, c in zip(self.balls, self.centres)])
+        self.radii = np.array([np.arccos(np.clip((unit[members] @ centre).min(), -1, 1))
+                               for members, centre in zip(self.balls, self.centres)])
 
     def search(self, queries: np.ndarray, threshold: float, query_groups: np.ndarray | None = None) -> Pairs:
         """pairs_against(queries, unit, threshold, query_groups, groups): pairs (query number, position)."""

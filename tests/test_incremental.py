@@ -59,7 +59,8 @@ class Scenario:
 
     def cluster(self, prefix, centre, axes, topic, edge=None):
         for k, a in enumerate(axes):
-            self.add(f"{prefix}{k}", vector_at(0.95, axis(centre), axis(a)), f"{topic} note {a}: it uses port {5000 + a}")
+            self.add(f"{prefix}{k}", vector_at(0.95, axis(centre), axis(a)),
+                     f"{topic} note {a}: it uses port {5000 + a}")
         if edge is not None:
             self.add(f"{prefix}-edge", toward(centre, edge), f"{topic} edge note {edge}: it uses port {6000 + edge}")
 
@@ -101,12 +102,14 @@ class Scenario:
         """Every kind of change between two runs, each through the path the service takes for it."""
         services, now = self.services, self.services.engine.clock()
         create = services.memories.create
-        self.ids["bridge"] = create(body(unit(toward(0, 40) + toward(7, 40)), "Billing and search share bridge item 40"))["id"]
-        self.ids["small-bridge"] = create(body(unit(toward(26, 42) + toward(30, 42)), "Mail and audit share bridge item 42"))["id"]
-        self.ids["redis-again"] = create(body(vector_at(0.97, axis(52), axis(53)), "redis caches the session tokens again!",
-                                              "Decision"))["id"]
-        self.ids["window-moved"] = create(body(vector_at(0.8, axis(56), axis(57)),
-                                               "The deploy window of service alpha moved from Tuesday to Thursday"))["id"]
+        self.ids["bridge"] = create(body(unit(toward(0, 40) + toward(7, 40)),
+                                         "Billing and search share bridge item 40"))["id"]
+        self.ids["small-bridge"] = create(body(unit(toward(26, 42) + toward(30, 42)),
+                                               "Mail and audit share bridge item 42"))["id"]
+        self.ids["redis-again"] = create(body(vector_at(0.97, axis(52), axis(53)),
+                                              "redis caches the session tokens again!", "Decision"))["id"]
+        moved = "The deploy window of service alpha moved from Tuesday to Thursday"
+        self.ids["window-moved"] = create(body(vector_at(0.8, axis(56), axis(57)), moved))["id"]
         # An old statement arriving late: the change announced five days ago (unchanged) supersedes it.
         self.ids["standup"] = create(body(vector_at(0.8, axis(58), axis(59)), "The standup is on Monday",
                                           timestamp=days_ago(20)))["id"]
@@ -118,8 +121,8 @@ class Scenario:
         self.ids["ttl-15"] = create(body(vector_at(0.5, axis(64), axis(65)), "The cache TTL is 15 minutes",
                                          timestamp=(NOW - timedelta(days=7) + timedelta(seconds=30)).isoformat()))["id"]
         # An import overwrites a memory with a restatement of another (new text, new vector).
-        line = {"id": self.ids["grafana"], **body(vector_at(0.98, axis(54), axis(66)), "kafka streams the audit events!",
-                                                  "Decision")}
+        line = {"id": self.ids["grafana"],
+                **body(vector_at(0.98, axis(54), axis(66)), "kafka streams the audit events!", "Decision")}
         report = services.memories.import_jsonl(json.dumps(line).encode(), overwrite=True)
         assert report.overwritten == 1
         # Archived: the hinge (its cluster splits in two) and one of two statements a change could mean.
@@ -465,7 +468,8 @@ def generated_dataset(n: int, seed: int):
     import sys
     from pathlib import Path
 
-    spec = importlib.util.spec_from_file_location("bench_dataset", Path(__file__).parent.parent / "bench" / "dataset.py")
+    path = Path(__file__).parent.parent / "bench" / "dataset.py"
+    spec = importlib.util.spec_from_file_location("bench_dataset", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up by name
     spec.loader.exec_module(module)

@@ -56,7 +56,8 @@ def test_the_rarest_terms_reach_every_memory_holding_enough_of_them():
             for need in range(1, size + 1):
                 drive = set(drive_terms(list(terms), need, counts))
                 assert len(drive) == size - need + 1
-                for held in itertools.chain.from_iterable(itertools.combinations(terms, k) for k in range(need, size + 1)):
+                holdings = (itertools.combinations(terms, k) for k in range(need, size + 1))
+                for held in itertools.chain.from_iterable(holdings):
                     assert drive & set(held), (terms, need, held)
 
 

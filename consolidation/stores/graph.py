@@ -84,11 +84,6 @@ class Listing:
     scopes: list[str]
     changes: np.ndarray
 
-    def changed_since(self, since: int) -> np.ndarray:
-        """Positions of the memories changed after `since`; an unmarked memory (written by another program)
-        counts as changed."""
-        return np.flatnonzero(np.isnan(self.changes) | (self.changes > since))
-
 
 class GraphStore:
     """Reads and writes memories in FalkorDB; every query batches (UNWIND) instead of looping per memory."""

@@ -237,7 +237,8 @@ class HygieneStore:
         self._repoint_edges(records)
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (d:Memory {id: row.duplicate_id}), "
-            "(c:Memory {id: row.canonical_id}) MERGE (d)-[r:MERGED_INTO]->(c) ON CREATE SET r.similarity = row.similarity, r.reason = row.reason, "
+            "(c:Memory {id: row.canonical_id}) MERGE (d)-[r:MERGED_INTO]->(c) "
+            "ON CREATE SET r.similarity = row.similarity, r.reason = row.reason, "
             "r.merged_at = row.merged_at, r.origin = 'consolidation' "
             "SET d.archived = true, d.archived_at = row.merged_at, d.merged_into = row.canonical_id, "
             f"d.merged_at = row.merged_at, d.{CHANGE} = change",
@@ -250,7 +251,8 @@ class HygieneStore:
         fields = {r["canonical_id"]: r["canonical_after"] for r in records}
         # The canonical now stands for the duplicates' texts too: a change for dedup.
         self.falkor.write_chunks(
-            NEXT_CHANGE + f"UNWIND $rows AS row MATCH (c:Memory {{id: row.id}}) SET c += row.fields, c.{CHANGE} = change",
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (c:Memory {id: row.id}) "
+            f"SET c += row.fields, c.{CHANGE} = change",
             [{"id": c, "fields": f} for c, f in fields.items()], chunk=500)
         self.falkor.write_chunks("UNWIND $rows AS id MATCH (r:MergeRecord {id: id}) SET r.state = 'done'",
                                  [r["id"] for r in records])
@@ -327,7 +329,8 @@ class HygieneStore:
                 fields[name] = max(int(current.get(name) or 0) - taken, 0)
         distinct = sorted({*current.get("distinct_from", []), duplicate_id})
         self.falkor.execute(
-            NEXT_CHANGE + f"MATCH (c:Memory {{id: $id}}) SET c += $fields, c.distinct_from = $distinct, c.{CHANGE} = change",
+            NEXT_CHANGE + "MATCH (c:Memory {id: $id}) "
+            f"SET c += $fields, c.distinct_from = $distinct, c.{CHANGE} = change",
             {"id": canonical_id, "fields": fields, "distinct": distinct})
         for other in others:  # their record of "after" now reads the canonical as it is without this duplicate
             self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.canonical_after = $after",

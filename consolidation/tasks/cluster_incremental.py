@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..clusters import TooMuchChanged, Touched, cluster_region, region_clusters, touched
+from ..passes import changed_after
 from ..scopes import scope_codes
 from ..similarity import BallIndex, Pairs, normalized, similar_pairs_exact
 from . import cluster
@@ -35,7 +36,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     rows = np.array([row_of[i] for i in ids], dtype=np.int64)
     scopes = scope_codes([listing.scopes[r] for r in rows])
     changes = listing.changes[rows] if rows.size else np.zeros(0)
-    changed = np.flatnonzero(np.isnan(changes) | (changes > ctx.since))  # unmarked counts as changed
+    changed = changed_after(changes, ctx.since)
     position = {memory_id: p for p, memory_id in enumerate(ids)}
     stored = ctx.graph.meta_patterns()
     patterns = touched(stored, position, set(changed.tolist()), settings.consolidation_cluster_min_size)

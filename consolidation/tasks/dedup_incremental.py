@@ -34,6 +34,7 @@ from ..hygiene import ORDER_TOLERANCE_SECONDS, Candidate, Contradiction, Merge, 
     duplicate_groups, exact_cosine, in_matches, pool_query, simultaneous_conflicts, stated_together, stored_terms, \
     terms_stamp
 from ..lifecycle import decode_vector
+from ..passes import changed_after
 from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
 from ..stores.hygiene import HygieneListing
 from ..timeutil import epoch_seconds
@@ -145,8 +146,7 @@ class Region:
         return cls(ctx, listing, ids, normalized(matrix))
 
     def changed(self, since: int) -> np.ndarray:
-        """Positions changed after the watermark; a memory no marker names yet counts as changed."""
-        return np.flatnonzero(np.isnan(self.changes) | (self.changes > since))
+        return changed_after(self.changes, since)
 
     def kind_of(self, candidate: Candidate) -> int:
         """The kind code of a memory's type and scope (one no active memory has, if none has it)."""
