@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # A graph name is also a Qdrant collection name and an embedded store's folder name: no separators, no dots.
 GRAPH_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -40,9 +40,10 @@ class GraphSelection:
             else:
                 names.append(check_graph_name(entry))
         selection = cls(tuple(dict.fromkeys(names)), tuple(dict.fromkeys(prefixes)))
-        default = default_graph if selection.serves(default_graph) else None
-        return cls(selection.names, selection.prefixes, default,
-                   {**({default: default_collection} if default else {}), **collections})
+        if not selection.serves(default_graph):
+            return replace(selection, collections=dict(collections))
+        return replace(selection, default=default_graph,
+                       collections={default_graph: default_collection, **collections})
 
     @property
     def fixed(self) -> bool:

@@ -85,16 +85,14 @@ def store_health(pings: dict[str, Callable[[], None]]) -> dict[str, dict]:
     return report
 
 
-def open_stores(settings: Settings, graph: str | None = None,
-                connect: Callable[[], Falkor] | None = None) -> Stores:
-    """Open one graph's stores: its graph on the configured FalkorDB (through `connect`'s shared connection, or
-    a connection of its own) and its Qdrant collection, on servers or embedded under the data directory."""
-    graph = graph or settings.falkordb_graph
+def open_stores(settings: Settings, graph: str, connect: Callable[[], Falkor]) -> Stores:
+    """Open one graph's stores: its graph on the configured FalkorDB (through `connect`'s shared connection)
+    and its Qdrant collection, on servers or embedded under the data directory."""
     # The vector store first: the embedded Qdrant refuses a second process, which is how a CLI command
     # notices a running service before it touches the (shared) embedded FalkorDB server.
     vectors = _open_vectors(settings, settings.graph_selection.collection(graph))
     try:
-        falkor = connect().for_graph(graph) if connect else Falkor.connect(settings).for_graph(graph, owned=True)
+        falkor = connect().for_graph(graph)
     except Exception:
         vectors.close()
         raise

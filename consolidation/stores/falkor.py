@@ -71,11 +71,9 @@ class Falkor:
             raise StoreUnavailable("graph", f"embedded FalkorDB did not start: {exc}") from exc
         return cls(db.client, graph_name, lambda: _shut_down_embedded(db.client))
 
-    def for_graph(self, graph_name: str, owned: bool = False) -> Falkor:
-        """A graph on the same server and connection. Closing it leaves the connection open, unless `owned`:
-        then the connection is the graph's alone, and this connection hands its closing over."""
-        closer, self._closer = (self._closer, None) if owned else (None, self._closer)
-        return Falkor(self.client, graph_name, closer)
+    def for_graph(self, graph_name: str) -> Falkor:
+        """Another graph on the same server and connection; closing it leaves the connection open."""
+        return Falkor(self.client, graph_name)
 
     def graph_names(self) -> list[str]:
         """Every graph the server holds (GRAPH.LIST)."""
@@ -107,29 +105,31 @@ class Falkor:
 
     def scan_memories(self, where: str, returns: str, params: dict | None = None) -> list[list[Any]]:
         """`MATCH (m:Memory) WHERE <where> RETURN <returns>` as columns, read a page of node ids at a time."""
-        top = self.execute("MATCH (m:Memory) RETURN max(id(m))", read_only=True)
-        highest = top[0][0] if top else None
-        if highest is None:
-            return []
         query = f"MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) RETURN {returns}"
         rows: list[list[Any]] = []
-        for first in range(0, int(highest) + 1, SCAN_PAGE):
-            rows += self.execute(query, {**(params or {}), "first": first, "after": first + SCAN_PAGE},
-                                 read_only=True)
+        for page in self._id_ranges(SCAN_PAGE):
+            rows += self.execute(query, {**(params or {}), **page}, read_only=True)
         return [list(column) for column in zip(*rows)] if rows else []
 
     def write_pages(self, prefix: str, where: str, sets: str, params: dict | None = None) -> int:
         """`<prefix> MATCH (m:Memory) WHERE <where> SET <sets>` over every memory, a short range of node ids
         at a time (no index needed, no long write lock); returns how many memories it set."""
-        top = self.execute("MATCH (m:Memory) RETURN max(id(m))", read_only=True)
-        highest = top[0][0] if top else None
         query = (f"{prefix} MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) "
                  f"SET {sets} RETURN count(m)")
         done = 0
-        for first in range(0, int(highest) + 1 if highest is not None else 0, WRITE_CHUNK):
-            rows = self.execute(query, {**(params or {}), "first": first, "after": first + WRITE_CHUNK})
+        for page in self._id_ranges(WRITE_CHUNK):
+            rows = self.execute(query, {**(params or {}), **page})
             done += int(rows[0][0]) if rows else 0
         return done
+
+    def _id_ranges(self, step: int) -> Iterator[dict[str, int]]:
+        """`$first` / `$after` parameters covering every memory's node id, `step` ids at a time."""
+        top = self.execute("MATCH (m:Memory) RETURN max(id(m))", read_only=True)
+        highest = top[0][0] if top else None
+        if highest is None:
+            return
+        for first in range(0, int(highest) + 1, step):
+            yield {"first": first, "after": first + step}
 
     def write_chunks(self, cypher: str, rows: Sequence[Any], chunk: int = WRITE_CHUNK, **params: Any) -> None:
         """Run `UNWIND $rows AS row ...` over the rows, a chunk at a time, with any further parameters."""
