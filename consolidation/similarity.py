@@ -16,6 +16,10 @@ TRAINING_POINTS_PER_CELL = 39  # the fewest faiss accepts without warning
 KMEANS_ITERATIONS = 6
 # Besides its own cell, each point is also compared with this many next-nearest cells (when its cell was not).
 POINT_PROBES = 4
+# Above this many coarse cells (the square root of the cells), cells are found in two levels; and each vector is
+# compared with the cells of this many nearest coarse cells (its own first).
+MIN_COARSE_CELLS = 32
+COARSE_PROBES = 12
 
 
 # Positions of vectors in pair arrays: 4 bytes each, since millions of pairs are held at once.
@@ -161,15 +165,11 @@ def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int,
     products, with itself and the `probe_cells` cells whose centroids are nearest. Each point belongs to one
     cell, so each cell pair is compared once and no pair is found twice. Recall is measured in bench/.
     """
-    n, dim = unit.shape
-    cells = max(2, n // POINTS_PER_CELL)
-    kmeans = faiss.Kmeans(dim, cells, niter=KMEANS_ITERATIONS, spherical=True, seed=seed, verbose=False)
-    rng = np.random.default_rng(seed)
-    sample = rng.choice(n, min(n, TRAINING_POINTS_PER_CELL * cells), replace=False)
-    kmeans.train(np.ascontiguousarray(unit[np.sort(sample)]))
-    _, nearest = kmeans.index.search(unit, 1 + POINT_PROBES)
+    n = unit.shape[0]
+    centroids, nearest = _cells(unit, max(2, n // POINTS_PER_CELL), seed)
+    cells = centroids.shape[0]
     members = _members_by_cell(nearest[:, 0], cells)
-    partners = _cell_partners(kmeans.centroids, probe_cells)
+    partners = _cell_partners(centroids, probe_cells)
     parts = []
     done = 0
     for cell, compared in enumerate(partners):
@@ -215,10 +215,63 @@ def _members_by_cell(assignment: np.ndarray, cells: int) -> list[np.ndarray]:
     return [order[bounds[c] : bounds[c + 1]] for c in range(cells)]
 
 
+def _cells(unit: np.ndarray, cells: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """About `cells` spherical k-means cells, found in two levels when there are many: coarse cells, each split
+    into cells of about POINTS_PER_CELL vectors. Returns the cells' centroids and each vector's 1 + POINT_PROBES
+    nearest cells, nearest first. One level compares every vector with every centroid, n x cells, which grows
+    with the square of n (at a million vectors 43 s to train and as long to assign); two levels compare a
+    vector with the coarse centroids and with the cells of its COARSE_PROBES nearest coarse cells."""
+    coarse = int(np.sqrt(cells))
+    if coarse < MIN_COARSE_CELLS:
+        centroids = _kmeans(unit, cells, seed)
+        return centroids, _nearest(unit, centroids, 1 + POINT_PROBES)[1]
+    top = _kmeans(unit, coarse, seed)
+    near_coarse = _nearest(unit, top, COARSE_PROBES)[1]
+    parts, firsts = [], [0]
+    for members in _members_by_cell(near_coarse[:, 0], coarse):
+        parts.append(_kmeans(unit[members], max(1, round(members.size / POINTS_PER_CELL)), seed)
+                     if members.size else np.zeros((0, unit.shape[1]), np.float32))
+        firsts.append(firsts[-1] + parts[-1].shape[0])
+    centroids = np.concatenate(parts)
+    width = 1 + POINT_PROBES
+    scores = np.full((unit.shape[0], COARSE_PROBES * width), -np.inf, dtype=np.float32)
+    found = np.full(scores.shape, -1, dtype=np.int64)
+    for probe in range(COARSE_PROBES):
+        for cell, members in enumerate(_members_by_cell(near_coarse[:, probe], coarse)):
+            if members.size and parts[cell].shape[0]:
+                similarity, nearest = _nearest(unit[members], parts[cell], width)
+                columns = probe * width + np.arange(nearest.shape[1])
+                scores[members[:, None], columns] = similarity
+                found[members[:, None], columns] = nearest + firsts[cell]
+    best = np.argsort(-scores, axis=1, kind="stable")[:, :width]
+    return centroids, np.take_along_axis(found, best, axis=1)
+
+
+def _kmeans(vectors: np.ndarray, cells: int, seed: int) -> np.ndarray:
+    """Unit centroids of `cells` spherical k-means cells, trained on a sample of TRAINING_POINTS_PER_CELL each."""
+    n, dim = vectors.shape
+    if cells >= n:
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+    if cells == 1:
+        return normalized(vectors.astype(np.float64).mean(axis=0, keepdims=True))
+    sample = np.random.default_rng(seed).choice(n, min(n, TRAINING_POINTS_PER_CELL * cells), replace=False)
+    kmeans = faiss.Kmeans(dim, cells, niter=KMEANS_ITERATIONS, spherical=True, seed=seed, verbose=False)
+    kmeans.train(np.ascontiguousarray(vectors[np.sort(sample)]))
+    return kmeans.centroids
+
+
+def _nearest(vectors: np.ndarray, centroids: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each vector's `count` nearest centroids by cosine (at most as many as there are), nearest first: their
+    cosines and their numbers."""
+    index = faiss.IndexFlatIP(centroids.shape[1])
+    index.add(np.ascontiguousarray(centroids, dtype=np.float32))
+    return index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(count, centroids.shape[0]))
+
+
 def _cell_partners(centroids: np.ndarray, probe_cells: int) -> list[list[int]]:
     """For each cell, itself and the later-numbered cells it must be compared with (symmetric, no repeats)."""
     cells = centroids.shape[0]
-    nearest = np.argsort(-(centroids @ centroids.T), axis=1)[:, : max(1, probe_cells)]
+    nearest = _nearest(centroids, centroids, max(1, probe_cells))[1]
     partners: list[set[int]] = [{c} for c in range(cells)]
     for cell in range(cells):
         for other in nearest[cell].tolist():

@@ -110,3 +110,24 @@ def test_cells_find_what_exact_finds_on_planted_topics():
     assert len(set(found)) / len(exact) >= 0.98 and len(exact) > 10000
     small_rows, _, _ = similar_pairs(vectors, 0.75, exact_limit=5000, probe_cells=8)
     assert len(small_rows) == len(exact)  # under the limit: the exact path
+
+
+def test_two_level_cells_find_what_exact_finds(monkeypatch):
+    """The two-level cells a million vectors use (coarse cells split into fine ones), tried small: 8,000
+    vectors in 160 cells under 12 coarse ones, each vector searching the cells of its 4 nearest coarse cells."""
+    from consolidation import similarity
+
+    monkeypatch.setattr(similarity, "POINTS_PER_CELL", 50)
+    monkeypatch.setattr(similarity, "MIN_COARSE_CELLS", 4)
+    monkeypatch.setattr(similarity, "COARSE_PROBES", 4)
+    vectors = planted_vectors(8000)
+    centroids, nearest = similarity._cells(vectors, 160, seed=0)
+    assert 140 <= centroids.shape[0] <= 180  # each coarse cell split by its size: about the cells asked for
+    assert nearest.shape == (8000, 1 + similarity.POINT_PROBES) and nearest.min() >= 0
+    truly_nearest = np.argmax(vectors @ centroids.T, axis=1)
+    assert np.mean(nearest[:, 0] == truly_nearest) >= 0.9  # searching a few coarse cells mostly finds the nearest
+    exact = set(zip(*(a.tolist() for a in similar_pairs_exact(vectors, 0.75)[:2])))
+    rows, cols, _ = similarity.similar_pairs_by_cells(vectors, 0.75, probe_cells=2)
+    found = set(zip(rows.tolist(), cols.tolist()))
+    assert found <= exact and len(found) == rows.size
+    assert len(found) / len(exact) >= 0.98 and len(exact) > 20000
