@@ -161,8 +161,8 @@ def similar_pairs_exact(unit: np.ndarray, threshold: float, progress=_no_progres
 
 def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int, seed: int = 0,
                            progress=_no_progress) -> Pairs:
-    """Approximate: split the vectors into k-means cells (faiss), then compare each cell exactly, by matrix
-    products, with itself and the `probe_cells` cells whose centroids are nearest. Each point belongs to one
+    """Approximate: split the vectors into k-means cells (faiss; in two levels above a million vectors or so,
+    see _cells), then compare each cell exactly, by matrix products, with itself and the `probe_cells` cells whose centroids are nearest. Each point belongs to one
     cell, so each cell pair is compared once and no pair is found twice. Recall is measured in bench/.
     """
     n = unit.shape[0]

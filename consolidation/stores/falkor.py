@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,14 @@ WRITE_CHUNK = 2000
 SCAN_PAGE = 10000
 SOCKET_TIMEOUT_SECONDS = 60
 CONNECT_TIMEOUT_SECONDS = 3
+# The embedded server loads its data before it answers: a million memories take tens of seconds (falkordblite
+# waits 10 s by default, and its client gives up on a silent socket after 5 s).
+EMBEDDED_START_SECONDS = 600
+# At shutdown, an append-only log that grew by more than this since its last compaction is rewritten as a
+# snapshot: the next start then loads the snapshot instead of replaying every write query since (at a million
+# memories, minutes of replay, during which the server does not answer).
+LOG_COMPACTION_BYTES = 16 * 1024 * 1024
+LOG_COMPACTION_WAIT_SECONDS = 600
 # A dropped connection is retried twice within about a quarter second: that rides over a server restart's
 # first refused connect, yet an outage is reported (as 503) at once instead of after seconds of back-off.
 SERVER_RETRY = Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2)
@@ -60,16 +69,20 @@ class Falkor:
 
     @classmethod
     def _embedded(cls, directory: Path, graph_name: str) -> Falkor:
-        from redislite.falkordb_client import FalkorDB as EmbeddedFalkorDB
+        from redislite.client import Redis as EmbeddedRedis  # falkordblite's: starts redis-server with FalkorDB
+
+        class EmbeddedServer(EmbeddedRedis):
+            start_timeout = EMBEDDED_START_SECONDS
 
         directory.mkdir(parents=True, exist_ok=True)
         # Append-only file with a sync every second: a crash loses at most a second, not minutes of RDB snapshots.
         config = {"appendonly": "yes", "appendfsync": "everysec"}
         try:
-            db = EmbeddedFalkorDB(str(directory / "graph.rdb"), serverconfig=config)
+            client = EmbeddedServer(str(directory / "graph.rdb"), serverconfig=config, decode_responses=True,
+                                    socket_timeout=SOCKET_TIMEOUT_SECONDS)
         except Exception as exc:  # falkordblite raises bare exceptions when its server cannot start
             raise StoreUnavailable("graph", f"embedded FalkorDB did not start: {exc}") from exc
-        return cls(db.client, graph_name, lambda: _shut_down_embedded(db.client))
+        return cls(client, graph_name, lambda: _shut_down_embedded(client))
 
     def for_graph(self, graph_name: str) -> Falkor:
         """Another graph on the same server and connection; closing it leaves the connection open."""
@@ -150,6 +163,7 @@ def _shut_down_embedded(client) -> None:
     connection with back-off and then polls for seconds while the FalkorDB module's threads wind down.
     The server has saved its data (RDB + fsynced AOF) before it drops the connection."""
     client.set_retry(Retry(NoBackoff(), 0))
+    _compact_log(client)
     try:
         client.shutdown(save=True, now=True, force=True)
     except (redis.ConnectionError, redis.ResponseError):
@@ -183,3 +197,24 @@ def floats(column: Sequence[Any]) -> np.ndarray:
 def booleans(column: Sequence[Any]) -> np.ndarray:
     """A column of booleans (returned as 'true'/'false'); missing counts as false."""
     return np.array([value is True or value == "true" for value in column], dtype=bool)
+
+
+def _compact_log(client) -> None:
+    """Rewrite the append-only log as a snapshot when it has grown by more than LOG_COMPACTION_BYTES, and wait
+    for the rewrite (redis-server does it in a child process; the data stays safe in the old log meanwhile)."""
+    try:
+        persistence = client.info("persistence")
+        grown = int(persistence.get("aof_current_size", 0)) - int(persistence.get("aof_base_size", 0))
+        if not persistence.get("aof_enabled") or grown <= LOG_COMPACTION_BYTES:
+            return
+        client.bgrewriteaof()
+        deadline = time.monotonic() + LOG_COMPACTION_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            persistence = client.info("persistence")
+            if not persistence.get("aof_rewrite_in_progress") and not persistence.get("aof_rewrite_scheduled"):
+                return
+            time.sleep(0.1)
+        log.warning("the embedded FalkorDB's log was still being compacted after %d s; stopping anyway",
+                    LOG_COMPACTION_WAIT_SECONDS)
+    except redis.RedisError as exc:  # compaction only speeds up the next start: never block a shutdown on it
+        log.warning("could not compact the embedded FalkorDB's log: %s", exc)
