@@ -151,12 +151,7 @@ class Fact:
         return self.change.subject | self.change.new
 
 
-# Texts rarely change between dedup runs, so a run reads most of its facts from here. A parsed fact costs about
-# 200 bytes beside its text (stems are shared): a million take about 200 MB.
-FACTS_KEPT = 1 << 20
-
-
-@lru_cache(maxsize=FACTS_KEPT)
+@lru_cache(maxsize=65536)
 def read_fact(text: str) -> Fact:
     tokens = _tokens(text)
     kinds = {kind for kind, _, _ in tokens}
