@@ -347,3 +347,27 @@ def test_consolidate_over_url_follows_the_run_to_its_end(cli_env, client, serve,
     assert result.exit_code == 0, result.output
     run = json.loads(result.stdout)
     assert run["state"] == "succeeded" and run["result"]["decay"]["memories_processed"] == 1
+
+
+# --- the embedded FalkorDB's log: compacted at shutdown so the next start does not replay every write -------
+
+def test_shutdown_compacts_a_grown_log_and_the_next_start_loads_the_snapshot(tmp_path, monkeypatch):
+    from consolidation.stores import falkor
+
+    monkeypatch.setattr(falkor, "LOG_COMPACTION_BYTES", 1024)  # a few hundred memories' queries grow it past this
+    settings = make_settings(tmp_path)
+    log_dir = tmp_path / "falkordb" / "appendonlydir"
+
+    def replayed_log_bytes() -> int:  # the write queries a start would replay: the incremental part of the log
+        return sum(f.stat().st_size for f in log_dir.glob("*.incr.aof"))
+
+    connection = falkor.Falkor.connect(settings)
+    connection.write_chunks("UNWIND $rows AS row CREATE (:Memory {id: row})", [f"m{i}" for i in range(500)])
+    assert replayed_log_bytes() > 1024
+    connection.close()
+    assert replayed_log_bytes() == 0 and list(log_dir.glob("*.base.rdb"))
+    reopened = falkor.Falkor.connect(settings)
+    try:
+        assert reopened.execute("MATCH (m:Memory) RETURN count(m)", read_only=True)[0][0] == 500
+    finally:
+        reopened.close()
