@@ -19,6 +19,7 @@ from . import metrics
 from .errors import RunInProgress, StoreUnavailable
 from .heartbeat import Heartbeat
 from .lifecycle import Lifecycle
+from .heap import collection_paused, release_free_memory
 from .neighbours import NeighbourGraph
 from .passes import INCREMENTAL_TASKS, plan_pass
 from .schedule import due_tasks, next_due
@@ -76,6 +77,8 @@ class ConsolidationEngine:
         self.runs = RunStore(falkor)
         self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), HygieneStore(falkor, stores.graph.scoping),
                                    embedder)
+        # The similarity graph, kept between runs: a task re-searches only the vectors that changed since.
+        self.neighbours = NeighbourGraph(settings)
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._background: list[threading.Thread] = []
         self._background_lock = threading.Lock()
@@ -100,7 +103,6 @@ class ConsolidationEngine:
         """Run the tasks of a begun run in order, keeping the lease alive, then record and release it."""
         keeper = self._lease_keeper(run)
         keeper.start()
-        neighbours = NeighbourGraph(self.settings)  # computed by the first task that needs it, shared after
         try:
             self._mark_unmarked(run)
             for task in run.tasks:
@@ -108,7 +110,7 @@ class ConsolidationEngine:
                     run.results[task] = {"success": False, "error": "run lease lost to another process"}
                     continue
                 run.current_task = task
-                run.results[task] = self._run_task(run, task, neighbours)
+                run.results[task] = self._run_task(run, task)
         finally:
             keeper.stop()
             result = self._finish(run)
@@ -265,7 +267,7 @@ class ConsolidationEngine:
             self.control.release_lease(run.id)
             raise
 
-    def _run_task(self, run: Run, task: str, neighbours: NeighbourGraph) -> dict[str, Any]:
+    def _run_task(self, run: Run, task: str) -> dict[str, Any]:
         graph, hygiene = self.stores.graph, self.lifecycle.hygiene
         if run.scope:
             graph, hygiene = graph.within(run.scope), hygiene.within(run.scope)
@@ -274,16 +276,18 @@ class ConsolidationEngine:
         plan = plan_pass(task, control, now, self.settings.consolidation_full_pass_interval_seconds,
                          incremental_version(task, self.settings), run.full, bool(run.scope))
         ctx = TaskContext(self.settings, graph, hygiene, self.stores.vectors, self.lifecycle, self.summarizer,
-                          now=now, neighbours=neighbours, progress=ProgressWriter(self.runs, run, task),
+                          now=now, neighbours=self.neighbours, progress=ProgressWriter(self.runs, run, task),
                           since=plan.since)
         started = time.monotonic()
         try:
             # The task may fall back to a full pass (its report then says so, overriding the plan's words).
-            report = {"pass": plan.name, "pass_reason": plan.reason, **TASKS[task](ctx, run.dry_run),
-                      "success": True}
+            with collection_paused():
+                report = {"pass": plan.name, "pass_reason": plan.reason, **TASKS[task](ctx, run.dry_run),
+                          "success": True}
         except Exception as exc:  # a failing task is recorded and retried later; it must not end the run
             log.exception("consolidation %s failed run=%s", task, run.id)
             report = {"pass": plan.name, "success": False, "error": f"{type(exc).__name__}: {exc}"}
+        release_free_memory()
         report["seconds"] = round(time.monotonic() - started, 3)
         metrics.record_task(task, report, run.dry_run)
         log.info("consolidation %s done graph=%s processed=%s seconds=%.3f success=%s dry_run=%s pass=%s run=%s",

@@ -151,7 +151,9 @@ class Fact:
         return self.change.subject | self.change.new
 
 
-@lru_cache(maxsize=65536)
+# Room for every text of a million memories: a full pass reads them all in the same order each time, which a
+# smaller LRU cache would evict before reuse.
+@lru_cache(maxsize=1 << 20)
 def read_fact(text: str) -> Fact:
     tokens = _tokens(text)
     kinds = {kind for kind, _, _ in tokens}

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -91,13 +91,15 @@ class Contradiction:
 
 def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray,
                      similarities: np.ndarray, facts: np.ndarray | None = None,
-                     similarity: Callable[[int, int], float] | None = None) -> tuple[list[Merge], Pairs]:
+                     similarity: Callable[[int, int], float] | None = None,
+                     connections: Callable[[list[str]], dict[str, int]] | None = None) -> tuple[list[Merge], Pairs]:
     """Merges for the similar pairs (rows[k], cols[k]) that state one fact, and the similar pairs of one type
     kept apart because their facts differ (look-alikes). Groups are complete-link: every two members state one
     fact, so "deploys", "staging deploys" and "production deploys" never end up in one group. `facts`: the
     candidates' fact_ids, when the caller has them already. `similarity(i, j)`: the cosine of two candidates
     worked out one way, whatever search found the pair (a merge records it: a blocked matrix product and a
-    search of a few vectors round float32 differently)."""
+    search of a few vectors round float32 differently). `connections(ids)`: the edge counts of the memories that
+    may merge, when the candidates were read without them (they rank a canonical)."""
     kinds: dict = {}
     facts = fact_ids(candidates) if facts is None else facts
     # Type and scope: a Decision never merges with a Preference, nor one user's memory with another's.
@@ -119,9 +121,14 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
     lowest: dict[int, float] = defaultdict(lambda: 1.0)
     for label, similarity in zip(labels[rows].tolist(), similarities.tolist()):
         lowest[label] = min(lowest[label], similarity)
+    positions = np.unique(np.concatenate([rows, cols])).tolist()
+    merging = [candidates[index] for index in positions]
+    if connections is not None:
+        counts = connections([c.id for c in merging])
+        merging = [replace(c, connections=counts.get(c.id, 0)) for c in merging]
     members: dict[int, list[Candidate]] = defaultdict(list)
-    for index in np.unique(np.concatenate([rows, cols])).tolist():
-        members[int(labels[index])].append(candidates[index])
+    for index, candidate in zip(positions, merging):
+        members[int(labels[index])].append(candidate)
     merges = []
     for label, component in sorted(members.items(), key=lambda item: min(c.id for c in item[1])):
         for group in _complete_link(canonical_order(component)):

@@ -1,51 +1,173 @@
-"""The similarity graph of one run, computed once and shared by the tasks that need it (dedup, then cluster)."""
+"""The similarity graph of one graph's memories, kept between runs: a later run re-searches only what changed."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from .scopes import scope_codes
 from .settings import Settings
-from .similarity import INDEX, Pairs, similar_pairs_within
+from .similarity import INDEX, Cells, Pairs, pairs_against, pairs_of_changed, similar_pairs_and_cells, \
+    similar_pairs_within
+
+# Changed vectors are re-searched while, since the graph was last built whole, they are at most this share of
+# the memories; past it the graph is built again, since cells trained on older vectors fit new ones less well.
+REBUILD_SHARE = 0.1
+FINGERPRINT_ROWS = 8192  # rows hashed at once (the hash works on 8-byte integers: bounds its memory)
+_WEIGHTS: dict[int, np.ndarray] = {}
+
+
+@dataclass(frozen=True)
+class _Built:
+    """A graph as built: over which memories (their vectors' and scopes' fingerprints), at which threshold."""
+
+    threshold: float
+    position: dict[str, int]
+    fingerprints: np.ndarray
+    pairs: Pairs
+    cells: Cells | None  # the cells, when one scope was searched by cells; None when searched exactly
+    updatable: bool  # False when scopes were searched by cells each: those are built again when they change
+    changed_since_built: int
 
 
 class NeighbourGraph:
-    """Pairs of memories with cosine >= a threshold, kept for the rest of the run.
+    """Pairs of memories with cosine >= a threshold, computed at the lowest threshold any task uses and kept.
 
-    The first task to ask computes the graph at the lowest threshold any task uses; a later task asking for a
-    subset of those memories at a threshold at least as high gets its pairs from the copy. Vectors do not
-    change within a run (merges archive memories, they do not re-embed them), so the copy stays exact.
+    A task asking for memories whose vectors (and scopes) are those the graph was built over, at a threshold
+    at least as high, gets its pairs from the copy: the cluster task after dedup in one run, or a task in a
+    later run when nothing changed. When some changed (a fingerprint of each vector and scope tells), only
+    their pairs are searched again, in the cells the graph was built with; the rest are kept.
     """
 
     def __init__(self, settings: Settings):
         self.settings = settings
-        self._position: dict[str, int] = {}
-        self._pairs = Pairs.empty()
-        self._threshold: float | None = None
+        self._lock = threading.Lock()
+        self._built: _Built | None = None
 
     def pairs(self, ids: Sequence[str], unit: np.ndarray, threshold: float,
-              progress: Callable[[int, int], None], scopes: np.ndarray | None = None) -> Pairs:
-        """Pairs i < j (indexes into `ids`) with cosine >= threshold, within one scope (`scopes`: a code per
-        memory; None: all one scope). A memory's scope does not change within a run, so the copy stays exact."""
-        if self._threshold is None or threshold < self._threshold or not all(i in self._position for i in ids):
-            self._compute(ids, unit, threshold, progress, scopes)
-        return self._subset(ids, threshold)
+              progress: Callable[[int, int], None], scope_keys: Sequence[str] | None = None) -> Pairs:
+        """Pairs i < j (indexes into `ids`) with cosine >= threshold, within one scope (`scope_keys`: a key per
+        memory; None: all one scope)."""
+        with self._lock:
+            prints = fingerprints(unit, scope_keys)
+            built = self._built
+            if built is None or threshold < built.threshold:
+                self._built = self._build(ids, unit, prints, scope_keys, progress, threshold)
+            else:
+                changed = _changed(built, ids, prints)
+                if changed.size:
+                    self._built = self._update(built, ids, unit, prints, scope_keys, changed, progress)
+            return _subset(self._built, ids, threshold)
 
-    def _compute(self, ids: Sequence[str], unit: np.ndarray, threshold: float, progress, scopes) -> None:
+    def _build(self, ids, unit, prints, scope_keys, progress, threshold: float) -> _Built:
         settings = self.settings
-        self._threshold = min(threshold, settings.consolidation_cluster_similarity,
-                              settings.consolidation_dedup_similarity)
-        self._pairs = similar_pairs_within(unit, scopes, self._threshold, settings.consolidation_cluster_exact_limit,
-                                           settings.consolidation_cluster_probe_cells, progress=progress)
-        self._position = {memory_id: index for index, memory_id in enumerate(ids)}
+        lowest = min(threshold, settings.consolidation_cluster_similarity,
+                     settings.consolidation_dedup_similarity)
+        codes = _codes(scope_keys)
+        one_scope = _one_scope(codes)
+        cells = None
+        if one_scope and unit.shape[0] > settings.consolidation_cluster_exact_limit:
+            pairs, cells = similar_pairs_and_cells(unit, lowest, settings.consolidation_cluster_probe_cells,
+                                                   progress=progress)
+        else:
+            pairs = similar_pairs_within(unit, None if one_scope else codes, lowest,
+                                         settings.consolidation_cluster_exact_limit,
+                                         settings.consolidation_cluster_probe_cells, progress=progress)
+        exactly = one_scope or _largest_group(codes) <= settings.consolidation_cluster_exact_limit
+        return _Built(lowest, {memory_id: i for i, memory_id in enumerate(ids)}, prints, pairs, cells,
+                      cells is not None or exactly, 0)
 
-    def _subset(self, ids: Sequence[str], threshold: float) -> Pairs:
-        """The stored pairs among `ids` above `threshold`, renumbered to positions in `ids`."""
-        renumber = np.full(len(self._position), -1, dtype=INDEX)
-        stored = np.fromiter((self._position[i] for i in ids), dtype=np.int64, count=len(ids))
-        renumber[stored] = np.arange(len(ids), dtype=INDEX)
-        rows, cols = renumber[self._pairs.rows], renumber[self._pairs.cols]
-        keep = (rows >= 0) & (cols >= 0) & (self._pairs.similarities >= threshold)
-        rows, cols = rows[keep], cols[keep]
-        return Pairs(np.minimum(rows, cols), np.maximum(rows, cols), self._pairs.similarities[keep])
+    def _update(self, built: _Built, ids, unit, prints, scope_keys, changed: np.ndarray, progress) -> _Built:
+        """The graph over `ids`: the built pairs between unchanged memories, and the changed ones searched."""
+        codes = _codes(scope_keys)
+        if not built.updatable or built.changed_since_built + changed.size > REBUILD_SHARE * len(ids) or \
+                built.cells is not None and not _one_scope(codes):  # split into scopes: each is searched alone
+            return self._build(ids, unit, prints, scope_keys, progress, built.threshold)
+        old = np.fromiter((built.position.get(i, -1) for i in ids), np.int64, count=len(ids))
+        unchanged = np.ones(len(ids), dtype=bool)
+        unchanged[changed] = False
+        renumber = np.full(len(built.position), -1, dtype=np.int64)
+        renumber[old[unchanged]] = np.flatnonzero(unchanged)
+        rows, cols = renumber[built.pairs.rows], renumber[built.pairs.cols]
+        keep = (rows >= 0) & (cols >= 0)
+        rows, cols = rows[keep].astype(INDEX), cols[keep].astype(INDEX)
+        kept = Pairs(np.minimum(rows, cols), np.maximum(rows, cols), built.pairs.similarities[keep])
+        cells = built.cells
+        if cells is not None:
+            nearest = np.zeros((len(ids), cells.nearest.shape[1]), dtype=INDEX)
+            nearest[unchanged] = cells.nearest[old[unchanged]]
+            found, cells = pairs_of_changed(unit, changed, cells._replace(nearest=nearest), built.threshold)
+        else:
+            found = _exact_pairs_of_changed(unit, changed, codes, built.threshold)
+        position = {memory_id: i for i, memory_id in enumerate(ids)}
+        return _Built(built.threshold, position, prints, Pairs.joined([kept, found]), cells, True,
+                      built.changed_since_built + changed.size)
+
+
+def fingerprints(unit: np.ndarray, scope_keys: Sequence[str] | None) -> np.ndarray:
+    """A 64-bit hash of each vector's exact bits and its scope: equal when neither changed."""
+    bits = np.ascontiguousarray(unit, dtype=np.float32).view(np.uint32)
+    weights = _WEIGHTS.get(bits.shape[1])
+    if weights is None:
+        weights = np.random.default_rng(7).integers(1, 2**63, size=bits.shape[1], dtype=np.uint64) | np.uint64(1)
+        _WEIGHTS[bits.shape[1]] = weights
+    prints = np.empty(bits.shape[0], dtype=np.uint64)
+    for start in range(0, bits.shape[0], FINGERPRINT_ROWS):
+        prints[start:start + FINGERPRINT_ROWS] = (bits[start:start + FINGERPRINT_ROWS] * weights).sum(axis=1)
+    if scope_keys is not None:
+        prints ^= np.fromiter((hash(key) & 0xFFFFFFFFFFFFFFFF for key in scope_keys), np.uint64,
+                              count=len(scope_keys))
+    return prints
+
+
+def _changed(built: _Built, ids: Sequence[str], prints: np.ndarray) -> np.ndarray:
+    """Positions in `ids` of memories the graph was not built over, or whose vector or scope changed since."""
+    old = np.fromiter((built.position.get(i, -1) for i in ids), np.int64, count=len(ids))
+    known = old >= 0
+    same = np.zeros(len(ids), dtype=bool)
+    same[known] = built.fingerprints[old[known]] == prints[known]
+    return np.flatnonzero(~same)
+
+
+def _exact_pairs_of_changed(unit: np.ndarray, changed: np.ndarray, codes: np.ndarray | None,
+                            threshold: float) -> Pairs:
+    """The pairs touching the changed vectors, each compared with every vector of its scope."""
+    if codes is None:
+        groups = [(changed, np.arange(unit.shape[0]))]
+    else:
+        order = np.argsort(codes, kind="stable")
+        members = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
+        by_code = {int(codes[m[0]]): m for m in members if m.size}
+        asking = codes[changed]
+        groups = [(changed[asking == code], by_code[code]) for code in np.unique(asking).tolist()]
+    parts = []
+    for queries, vectors in groups:
+        found = pairs_against(unit[queries], unit[vectors], threshold)
+        parts.append((queries[found.rows].astype(INDEX), vectors[found.cols].astype(INDEX), found.similarities))
+    return Pairs.distinct_pairs(*Pairs.joined(parts), unit.shape[0])
+
+
+def _codes(scope_keys: Sequence[str] | None) -> np.ndarray | None:
+    return scope_codes(list(scope_keys)) if scope_keys is not None else None
+
+
+def _one_scope(codes: np.ndarray | None) -> bool:
+    return codes is None or codes.size == 0 or bool(np.all(codes == codes[0]))
+
+
+def _largest_group(codes: np.ndarray | None) -> int:
+    return int(np.bincount(codes).max()) if codes is not None and codes.size else 0
+
+
+def _subset(built: _Built, ids: Sequence[str], threshold: float) -> Pairs:
+    """The built pairs among `ids` above `threshold`, renumbered to positions in `ids`."""
+    renumber = np.full(len(built.position), -1, dtype=INDEX)
+    stored = np.fromiter((built.position[i] for i in ids), dtype=np.int64, count=len(ids))
+    renumber[stored] = np.arange(len(ids), dtype=INDEX)
+    rows, cols = renumber[built.pairs.rows], renumber[built.pairs.cols]
+    keep = (rows >= 0) & (cols >= 0) & (built.pairs.similarities >= threshold)
+    rows, cols = rows[keep], cols[keep]
+    return Pairs(np.minimum(rows, cols), np.maximum(rows, cols), built.pairs.similarities[keep])

@@ -43,6 +43,14 @@ class Pairs(NamedTuple):
             return cls.empty()
         return cls(*(np.concatenate(column) for column in zip(*parts)))
 
+    @classmethod
+    def distinct_pairs(cls, first: np.ndarray, second: np.ndarray, similarities: np.ndarray, n: int) -> Pairs:
+        """Pairs found in either order, possibly more than once and possibly of a vector with itself: each pair
+        of two vectors (over n) once, as i < j."""
+        distinct = first != second
+        found = cls(np.minimum(first, second)[distinct], np.maximum(first, second)[distinct], similarities[distinct])
+        return found.deduplicated(n)
+
     def union(self, other: Pairs, n: int) -> Pairs:
         """These pairs and the other's (both i < j over n points), each pair once."""
         return Pairs.joined([self, other]).deduplicated(n)
@@ -159,6 +167,14 @@ def similar_pairs_exact(unit: np.ndarray, threshold: float, progress=_no_progres
     return Pairs.joined(parts)
 
 
+class Cells(NamedTuple):
+    """The k-means cells a graph was built with, kept to place vectors that change later."""
+
+    centroids: np.ndarray
+    nearest: np.ndarray  # each vector's own cell and its POINT_PROBES next-nearest, as INDEX
+    partners: list[list[int]]  # each cell and the later-numbered cells it is compared with
+
+
 def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int, seed: int = 0,
                            progress=_no_progress) -> Pairs:
     """Approximate: split the vectors into k-means cells (faiss; in two levels above about 200k vectors, see
@@ -166,6 +182,12 @@ def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int,
     centroids are nearest. Each point belongs to one cell, so each cell pair is compared once and no pair is
     found twice. Recall is measured in bench/.
     """
+    return similar_pairs_and_cells(unit, threshold, probe_cells, seed, progress)[0]
+
+
+def similar_pairs_and_cells(unit: np.ndarray, threshold: float, probe_cells: int, seed: int = 0,
+                            progress=_no_progress) -> tuple[Pairs, Cells]:
+    """similar_pairs_by_cells, and the cells it used."""
     n = unit.shape[0]
     centroids, nearest = _cells(unit, max(2, n // POINTS_PER_CELL), seed)
     cells = centroids.shape[0]
@@ -182,7 +204,43 @@ def similar_pairs_by_cells(unit: np.ndarray, threshold: float, probe_cells: int,
         parts.extend(_block_pairs(unit, members[cell], others, threshold, diagonal=compared[0] == cell))
     first, second, similarities = Pairs.joined(parts)
     by_cells = Pairs(np.minimum(first, second), np.maximum(first, second), similarities)
-    return _with_boundary_pairs(unit, by_cells, nearest, members, partners, threshold)
+    pairs = _with_boundary_pairs(unit, by_cells, nearest, members, partners, threshold)
+    return pairs, Cells(centroids, nearest.astype(INDEX), partners)
+
+
+def pairs_of_changed(unit: np.ndarray, changed: np.ndarray, cells: Cells, threshold: float) -> tuple[Pairs, Cells]:
+    """The pairs touching the `changed` vectors (positions in `unit`), found as similar_pairs_and_cells would
+    find them with the same cells: a changed vector is placed in its nearest cells, then compared with the cells
+    its own cell is compared with, with its next-nearest cells, and with every vector whose next-nearest cells
+    hold its own. `cells.nearest` must hold the current positions' cells (any row for a changed vector); the
+    returned Cells hold the changed vectors' too. The cost grows with the changed vectors, not with all."""
+    nearest = cells.nearest.copy()
+    if changed.size == 0:
+        return Pairs.empty(), cells._replace(nearest=nearest)
+    nearest[changed] = _nearest(unit[changed], cells.centroids, nearest.shape[1])[1]
+    count = cells.centroids.shape[0]
+    members = _members_by_cell(nearest[:, 0].astype(np.int64), count)
+    compared: list[set[int]] = [set() for _ in range(count)]
+    for low, higher in enumerate(cells.partners):
+        for high in higher:
+            compared[low].add(high)
+            compared[high].add(low)
+    own = nearest[changed, 0].tolist()
+    asked = [(k, cell) for k, home in enumerate(own) for cell in compared[home]]
+    queries = np.array([k for k, _ in asked] + np.repeat(np.arange(changed.size), nearest.shape[1] - 1).tolist(),
+                       np.int64)
+    targets = np.array([cell for _, cell in asked] + nearest[changed, 1:].ravel().tolist(), np.int64)
+    parts = []
+    for cell, asking in enumerate(_members_by_cell(targets, count)):
+        if asking.size and members[cell].size:
+            parts.extend(_block_pairs(unit, changed[queries[asking]], members[cell], threshold, diagonal=False))
+    # The other way round: vectors that compare themselves with a changed vector's own cell.
+    probing_rows = np.repeat(np.arange(unit.shape[0]), nearest.shape[1] - 1)
+    probing = _members_by_cell(nearest[:, 1:].ravel().astype(np.int64), count)
+    for cell, asking in enumerate(_members_by_cell(nearest[changed, 0].astype(np.int64), count)):
+        if asking.size and probing[cell].size:
+            parts.extend(_block_pairs(unit, changed[asking], probing_rows[probing[cell]], threshold, diagonal=False))
+    return Pairs.distinct_pairs(*Pairs.joined(parts), unit.shape[0]), cells._replace(nearest=nearest)
 
 
 def _with_boundary_pairs(unit: np.ndarray, by_cells: Pairs, nearest: np.ndarray, members: list[np.ndarray],

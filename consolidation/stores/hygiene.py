@@ -24,7 +24,10 @@ from .tombstones import edge_groups, restore_edges, snapshot
 
 CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed", "tags")
 ACTIVE_MEMORY = "coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'"
-INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, indegree(m) + outdegree(m), m.access_count, m.protected, "
+# {degree}: the memory's connections (what ranks a canonical), or 0 where they are read later for the few
+# memories that may merge (counting every memory's edges is a third of reading them all).
+from .graph import DEGREE
+INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp")
 TERM_LOOKUP_CHUNK = 200
 # Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
@@ -79,9 +82,10 @@ class HygieneStore:
     # --- reading -----------------------------------------------------------------------------------------------
 
     def inputs(self) -> HygieneInputs:
+        """Every active memory's inputs, with connections left 0 (see connections())."""
         columns = self.falkor.scan_memories(
             f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
-            INPUT_COLUMNS.format(scope=self.scoping.key_expression()), self.scoping.params())
+            INPUT_COLUMNS.format(scope=self.scoping.key_expression(), degree="0"), self.scoping.params())
         distinct = self.falkor.records(
             f"MATCH (m:Memory) WHERE {ACTIVE_MEMORY} AND m.distinct_from IS NOT NULL RETURN m.id, m.distinct_from",
             read_only=True)
@@ -93,7 +97,7 @@ class HygieneStore:
     def inputs_of(self, ids: Sequence[str]) -> HygieneInputs:
         """inputs(), for the active memories among `ids` only (an incremental run's region), in batches."""
         rows, distinct, merged = [], [], []
-        columns = INPUT_COLUMNS.format(scope=self.scoping.key_expression())
+        columns = INPUT_COLUMNS.format(scope=self.scoping.key_expression(), degree=DEGREE)
         for part in chunked(list(ids), 5000):
             params = {"ids": list(part), **self.scoping.params()}
             rows += self.falkor.execute(
@@ -106,6 +110,15 @@ class HygieneStore:
                 "UNWIND $ids AS id MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory {id: id}) RETURN m.id, d.content",
                 params, read_only=True)
         return _inputs([list(column) for column in zip(*rows)], distinct, merged)
+
+    def connections(self, ids: Sequence[str]) -> dict[str, int]:
+        """How many edges each of these memories has."""
+        found: dict[str, int] = {}
+        for part in chunked(list(ids), 5000):
+            found.update((memory_id, int(degree)) for memory_id, degree in self.falkor.execute(
+                f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, {DEGREE}", {"ids": list(part)},
+                read_only=True))
+        return found
 
     def listing(self) -> HygieneListing:
         """Every active memory's id, scope, change number, type and time, without its text (cheap to read)."""

@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from ..clusters import ClusterMatch, match_clusters
-from ..scopes import scope_codes
 from ..scoring import CANDIDATE_RELEVANCE, DEFAULT_IMPORTANCE, relevance_scores
 from ..similarity import clusters, normalized
 from ..stores.graph import MetaPatternRecord
@@ -32,7 +31,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     scope_of = dict(zip(candidates, scope_keys))
     # Pairs within one scope only, so no cluster (and no MetaPattern) spans two scopes.
     rows, cols, _ = ctx.neighbours.pairs(ids, unit, settings.consolidation_cluster_similarity, ctx.progress,
-                                         scope_codes([scope_of[i] for i in ids]))
+                                         [scope_of[i] for i in ids])
     groups = clusters(len(ids), rows, cols, settings.consolidation_cluster_min_size)
     report = settle(ctx, dry_run, ids, unit, groups, ctx.graph.meta_patterns())
     return {"memories_processed": len(ids), "similar_pairs": int(len(rows)), **report}

@@ -8,13 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
-
 from ..facts import read_fact
 from ..hygiene import TERMS_VERSION, Candidate, Contradiction, Merge, Supersession, changes_over_time, \
     duplicate_groups, exact_cosine, fact_ids, merged_fields, simultaneous_conflicts, stored_terms, terms_stamp, \
     with_same_facts
 from ..memory import MAX_COUNT
-from ..scopes import scope_codes
 from ..similarity import normalized
 from ..stores.hygiene import HygieneInputs, PlannedMerge
 from ..timeutil import epoch_seconds, to_iso
@@ -32,17 +30,33 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ids, matrix = ctx.vectors.vectors(inputs.ids)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
-    # The neighbour graph (numpy / faiss, which release the GIL) and reading every text (Python) overlap.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-graph") as background:
+    # Work in FalkorDB or numpy / faiss (which release the GIL) overlaps the Python: the neighbour graph with
+    # reading every text, then storing the fact terms with the rules.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-background") as background:
         position = {memory_id: index for index, memory_id in enumerate(inputs.ids)}
-        scopes = scope_codes([inputs.scopes[position[memory_id]] for memory_id in ids])
+        scopes = [inputs.scopes[position[memory_id]] for memory_id in ids]
         graph = background.submit(ctx.neighbours.pairs, ids, unit, ctx.settings.consolidation_dedup_similarity,
                                   ctx.progress, scopes)
         candidates = candidates_of(inputs, ids, position)
         facts = fact_ids(candidates)
         pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
+        stored = None if dry_run else background.submit(
+            store_terms, ctx, candidates, dict(zip(inputs.ids, inputs.changes)), dict(zip(inputs.ids, inputs.stamps)))
+        merges, kept_apart, supersessions, contradictions = judge(ctx, candidates, pairs, facts, unit, ids)
+        if not dry_run:
+            write(ctx, merges, supersessions, contradictions, {c.id: c.created for c in candidates})
+            stored.result()  # raises what storing the terms raised
+    ctx.progress(len(ids), len(ids))
+    return report_of(ctx, len(ids), len(pairs.rows), merges, supersessions, contradictions, kept_apart, candidates,
+                   len(completed))
+
+
+def judge(ctx: TaskContext, candidates: list[Candidate], pairs, facts, unit, ids: list[str]):
+    """The rules over every candidate: merges (and the look-alikes kept apart), then supersessions and
+    contradictions among what the merges leave, leaving out links an earlier run made."""
     merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts,
-                                          similarity=lambda a, b: exact_cosine(unit, a, b))
+                                          similarity=lambda a, b: exact_cosine(unit, a, b),
+                                          connections=ctx.hygiene.connections)
     active = after_merges(candidates, merges)
     row = {memory_id: index for index, memory_id in enumerate(ids)}
 
@@ -52,12 +66,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     supersessions, contradictions = changes_over_time(active, related)
     supersessions, contradictions = new_links(ctx, supersessions,
                                               contradictions + simultaneous_conflicts(active, related))
-    if not dry_run:
-        write(ctx, merges, supersessions, contradictions, {c.id: c.created for c in candidates})
-        store_terms(ctx, candidates, dict(zip(inputs.ids, inputs.changes)), dict(zip(inputs.ids, inputs.stamps)))
-    ctx.progress(len(ids), len(ids))
-    return report_of(ctx, len(ids), len(pairs.rows), merges, supersessions, contradictions, kept_apart, candidates,
-                   len(completed))
+    return merges, kept_apart, supersessions, contradictions
 
 
 def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: dict[str, float],
