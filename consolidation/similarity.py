@@ -220,27 +220,32 @@ def pairs_of_changed(unit: np.ndarray, changed: np.ndarray, cells: Cells, thresh
     nearest[changed] = _nearest(unit[changed], cells.centroids, nearest.shape[1])[1]
     count = cells.centroids.shape[0]
     members = _members_by_cell(nearest[:, 0].astype(np.int64), count)
-    compared: list[set[int]] = [set() for _ in range(count)]
-    for low, higher in enumerate(cells.partners):
-        for high in higher:
-            compared[low].add(high)
-            compared[high].add(low)
-    own = nearest[changed, 0].tolist()
-    asked = [(k, cell) for k, home in enumerate(own) for cell in compared[home]]
-    queries = np.array([k for k, _ in asked] + np.repeat(np.arange(changed.size), nearest.shape[1] - 1).tolist(),
-                       np.int64)
-    targets = np.array([cell for _, cell in asked] + nearest[changed, 1:].ravel().tolist(), np.int64)
+    compared = _compared_cells(cells.partners)
+    asked = [(k, cell) for k, home in enumerate(nearest[changed, 0].tolist()) for cell in compared[home]]
+    asked += [(k, cell) for k, row in enumerate(nearest[changed, 1:].tolist()) for cell in row if cell >= 0]
+    queries, targets = (np.array(column, np.int64) for column in zip(*asked))
     parts = []
     for cell, asking in enumerate(_members_by_cell(targets, count)):
         if asking.size and members[cell].size:
             parts.extend(_block_pairs(unit, changed[queries[asking]], members[cell], threshold, diagonal=False))
     # The other way round: vectors that compare themselves with a changed vector's own cell.
-    probing_rows = np.repeat(np.arange(unit.shape[0]), nearest.shape[1] - 1)
-    probing = _members_by_cell(nearest[:, 1:].ravel().astype(np.int64), count)
+    probed = nearest[:, 1:].ravel().astype(np.int64)
+    probing_rows = np.repeat(np.arange(unit.shape[0]), nearest.shape[1] - 1)[probed >= 0]
+    probing = _members_by_cell(probed[probed >= 0], count)
     for cell, asking in enumerate(_members_by_cell(nearest[changed, 0].astype(np.int64), count)):
         if asking.size and probing[cell].size:
             parts.extend(_block_pairs(unit, changed[asking], probing_rows[probing[cell]], threshold, diagonal=False))
     return Pairs.distinct_pairs(*Pairs.joined(parts), unit.shape[0]), cells._replace(nearest=nearest)
+
+
+def _compared_cells(partners: list[list[int]]) -> list[set[int]]:
+    """For each cell, every cell the build compared it with (partners are listed on the lower-numbered side)."""
+    compared: list[set[int]] = [set() for _ in partners]
+    for low, higher in enumerate(partners):
+        for high in higher:
+            compared[low].add(high)
+            compared[high].add(low)
+    return compared
 
 
 def _with_boundary_pairs(unit: np.ndarray, by_cells: Pairs, nearest: np.ndarray, members: list[np.ndarray],
