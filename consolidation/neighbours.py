@@ -5,19 +5,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from .scopes import scope_codes
 from .settings import Settings
-from .similarity import INDEX, Cells, Pairs, pairs_against, pairs_of_changed, similar_pairs_and_cells, \
-    similar_pairs_within
+from .similarity import INDEX, Cells, Pairs, Partition, pairs_against, pairs_of_changed, \
+    similar_pairs_and_cells, similar_pairs_within
 
 # Changed vectors are re-searched while, since the graph was last built whole, they are at most this share of
 # the memories; past it the graph is built again, since cells trained on older vectors fit new ones less well.
 REBUILD_SHARE = 0.1
 FINGERPRINT_ROWS = 8192  # rows hashed at once (the hash works on 8-byte integers: bounds its memory)
-_WEIGHTS: dict[int, np.ndarray] = {}
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,6 @@ class _Built:
     fingerprints: np.ndarray
     pairs: Pairs
     cells: Cells | None  # the cells, when one scope was searched by cells; None when searched exactly
-    updatable: bool  # False when scopes were searched by cells each: those are built again when they change
     changed_since_built: int
 
 
@@ -57,9 +56,10 @@ class NeighbourGraph:
             if built is None or threshold < built.threshold:
                 self._built = self._build(ids, unit, prints, scope_keys, progress, threshold)
             else:
-                changed = _changed(built, ids, prints)
+                old = np.fromiter((built.position.get(i, -1) for i in ids), np.int64, count=len(ids))
+                changed = _changed(built, old, prints)
                 if changed.size:
-                    self._built = self._update(built, ids, unit, prints, scope_keys, changed, progress)
+                    self._built = self._update(built, ids, old, unit, prints, scope_keys, changed, progress)
             return _subset(self._built, ids, threshold)
 
     def _build(self, ids, unit, prints, scope_keys, progress, threshold: float) -> _Built:
@@ -76,17 +76,15 @@ class NeighbourGraph:
             pairs = similar_pairs_within(unit, None if one_scope else codes, lowest,
                                          settings.consolidation_cluster_exact_limit,
                                          settings.consolidation_cluster_probe_cells, progress=progress)
-        exactly = one_scope or _largest_group(codes) <= settings.consolidation_cluster_exact_limit
-        return _Built(lowest, {memory_id: i for i, memory_id in enumerate(ids)}, prints, pairs, cells,
-                      cells is not None or exactly, 0)
+        return _Built(lowest, {memory_id: i for i, memory_id in enumerate(ids)}, prints, pairs, cells, 0)
 
-    def _update(self, built: _Built, ids, unit, prints, scope_keys, changed: np.ndarray, progress) -> _Built:
-        """The graph over `ids`: the built pairs between unchanged memories, and the changed ones searched."""
+    def _update(self, built: _Built, ids, old: np.ndarray, unit, prints, scope_keys, changed: np.ndarray,
+                progress) -> _Built:
+        """The graph over `ids` (`old`: their positions in the built one, -1 for new): the built pairs between
+        unchanged memories, and the changed ones searched."""
         codes = _codes(scope_keys)
-        if not built.updatable or built.changed_since_built + changed.size > REBUILD_SHARE * len(ids) or \
-                built.cells is not None and not _one_scope(codes):  # split into scopes: each is searched alone
+        if self._must_rebuild(built, changed.size, len(ids), codes):
             return self._build(ids, unit, prints, scope_keys, progress, built.threshold)
-        old = np.fromiter((built.position.get(i, -1) for i in ids), np.int64, count=len(ids))
         unchanged = np.ones(len(ids), dtype=bool)
         unchanged[changed] = False
         renumber = np.full(len(built.position), -1, dtype=np.int64)
@@ -103,17 +101,25 @@ class NeighbourGraph:
         else:
             found = _exact_pairs_of_changed(unit, changed, codes, built.threshold)
         position = {memory_id: i for i, memory_id in enumerate(ids)}
-        return _Built(built.threshold, position, prints, Pairs.joined([kept, found]), cells, True,
+        return _Built(built.threshold, position, prints, Pairs.joined([kept, found]), cells,
                       built.changed_since_built + changed.size)
+
+    def _must_rebuild(self, built: _Built, changed: int, memories: int, codes: np.ndarray | None) -> bool:
+        """Past the rebuild share; or the scopes are now searched another way: one scope's cells cannot serve
+        several scopes, and an exact graph is not kept up to date once a scope among several is searched by
+        cells (exact searches of its changes would cost as much as a build)."""
+        if built.changed_since_built + changed > REBUILD_SHARE * memories:
+            return True
+        if _one_scope(codes):
+            return False
+        return built.cells is not None or \
+            int(np.bincount(codes).max()) > self.settings.consolidation_cluster_exact_limit
 
 
 def fingerprints(unit: np.ndarray, scope_keys: Sequence[str] | None) -> np.ndarray:
     """A 64-bit hash of each vector's exact bits and its scope: equal when neither changed."""
     bits = np.ascontiguousarray(unit, dtype=np.float32).view(np.uint32)
-    weights = _WEIGHTS.get(bits.shape[1])
-    if weights is None:
-        weights = np.random.default_rng(7).integers(1, 2**63, size=bits.shape[1], dtype=np.uint64) | np.uint64(1)
-        _WEIGHTS[bits.shape[1]] = weights
+    weights = _hash_weights(bits.shape[1])
     prints = np.empty(bits.shape[0], dtype=np.uint64)
     for start in range(0, bits.shape[0], FINGERPRINT_ROWS):
         prints[start:start + FINGERPRINT_ROWS] = (bits[start:start + FINGERPRINT_ROWS] * weights).sum(axis=1)
@@ -123,11 +129,16 @@ def fingerprints(unit: np.ndarray, scope_keys: Sequence[str] | None) -> np.ndarr
     return prints
 
 
-def _changed(built: _Built, ids: Sequence[str], prints: np.ndarray) -> np.ndarray:
-    """Positions in `ids` of memories the graph was not built over, or whose vector or scope changed since."""
-    old = np.fromiter((built.position.get(i, -1) for i in ids), np.int64, count=len(ids))
+@cache
+def _hash_weights(size: int) -> np.ndarray:
+    """Fixed odd 64-bit weights, one per vector component."""
+    return np.random.default_rng(7).integers(1, 2**63, size=size, dtype=np.uint64) | np.uint64(1)
+
+
+def _changed(built: _Built, old: np.ndarray, prints: np.ndarray) -> np.ndarray:
+    """Positions of memories the graph was not built over (`old` -1), or whose vector or scope changed since."""
     known = old >= 0
-    same = np.zeros(len(ids), dtype=bool)
+    same = np.zeros(old.size, dtype=bool)
     same[known] = built.fingerprints[old[known]] == prints[known]
     return np.flatnonzero(~same)
 
@@ -135,19 +146,9 @@ def _changed(built: _Built, ids: Sequence[str], prints: np.ndarray) -> np.ndarra
 def _exact_pairs_of_changed(unit: np.ndarray, changed: np.ndarray, codes: np.ndarray | None,
                             threshold: float) -> Pairs:
     """The pairs touching the changed vectors, each compared with every vector of its scope."""
-    if codes is None:
-        groups = [(changed, np.arange(unit.shape[0]))]
-    else:
-        order = np.argsort(codes, kind="stable")
-        members = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-        by_code = {int(codes[m[0]]): m for m in members if m.size}
-        asking = codes[changed]
-        groups = [(changed[asking == code], by_code[code]) for code in np.unique(asking).tolist()]
-    parts = []
-    for queries, vectors in groups:
-        found = pairs_against(unit[queries], unit[vectors], threshold)
-        parts.append((queries[found.rows].astype(INDEX), vectors[found.cols].astype(INDEX), found.similarities))
-    return Pairs.distinct_pairs(*Pairs.joined(parts), unit.shape[0])
+    groups = None if codes is None else Partition(unit, codes)
+    found = pairs_against(unit[changed], unit, threshold, None if codes is None else codes[changed], groups)
+    return Pairs.distinct_pairs(changed[found.rows].astype(INDEX), found.cols, found.similarities, unit.shape[0])
 
 
 def _codes(scope_keys: Sequence[str] | None) -> np.ndarray | None:
@@ -156,10 +157,6 @@ def _codes(scope_keys: Sequence[str] | None) -> np.ndarray | None:
 
 def _one_scope(codes: np.ndarray | None) -> bool:
     return codes is None or codes.size == 0 or bool(np.all(codes == codes[0]))
-
-
-def _largest_group(codes: np.ndarray | None) -> int:
-    return int(np.bincount(codes).max()) if codes is not None and codes.size else 0
 
 
 def _subset(built: _Built, ids: Sequence[str], threshold: float) -> Pairs:

@@ -8,12 +8,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from ..facts import read_fact
 from ..hygiene import TERMS_VERSION, Candidate, Contradiction, Merge, Supersession, changes_over_time, \
     duplicate_groups, exact_cosine, fact_ids, merged_fields, simultaneous_conflicts, stored_terms, terms_stamp, \
     with_same_facts
 from ..memory import MAX_COUNT
-from ..similarity import normalized
+from ..similarity import Pairs, normalized
 from ..stores.hygiene import HygieneInputs, PlannedMerge
 from ..timeutil import epoch_seconds, to_iso
 from .context import TaskContext, capped
@@ -51,7 +53,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
                    len(completed))
 
 
-def judge(ctx: TaskContext, candidates: list[Candidate], pairs, facts, unit, ids: list[str]):
+def judge(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, facts: np.ndarray, unit: np.ndarray,
+          ids: list[str]) -> tuple[list[Merge], Pairs, list[Supersession], list[Contradiction]]:
     """The rules over every candidate: merges (and the look-alikes kept apart), then supersessions and
     contradictions among what the merges leave, leaving out links an earlier run made."""
     merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts,
