@@ -518,13 +518,22 @@ def stored_terms(candidate: Candidate) -> StoredTerms:
     every term of its key and statement, over the texts it stands for; the anchors of the changes it announces
     (the old value a change names, else its subject and new value), by which the changes a new or removed
     statement may concern are found; and the fewest words of its texts' statements (pool_query's slack)."""
+    return _terms_of([fact for fact, _ in candidate.variants])
+
+
+def text_terms(text: str) -> StoredTerms:
+    """stored_terms of a memory that stands for its own text alone: what a new memory is written with."""
+    return _terms_of([read_fact(text)])
+
+
+def _terms_of(facts: Sequence[Fact]) -> StoredTerms:
     terms: set[str] = set()
     anchors: set[str] = set()
-    for fact, _ in candidate.variants:
+    for fact in facts:
         terms |= fact.key | fact.statement
         if fact.change is not None:
             anchors |= fact.change.old or (fact.change.subject | fact.change.new)
-    least = min(len(fact.statement - {PREFER}) for fact, _ in candidate.variants)
+    least = min(len(fact.statement - {PREFER}) for fact in facts)
     return StoredTerms(sorted(terms), sorted(anchors), least)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from consolidation.hygiene import TERMS_VERSION
+from consolidation.stores.vectors import VectorPoint
 from tests.conftest import add_memory, axis, days_ago, link, unit, vector_at
 
 BASE, OTHER, THIRD = axis(0), axis(1), axis(2)
@@ -261,3 +263,41 @@ def test_the_full_run_shares_one_neighbour_graph_between_dedup_and_cluster(servi
         add_memory(services, vector=unit(BASE + 0.05 * axis(3 + i)), content=f"a note about topic {i}")
     result = services.engine.run(["dedup", "cluster"])
     assert result["results"]["cluster"]["clusters_found"] == 1 and len(calls) == 1
+
+
+def test_a_new_memory_is_written_with_the_fact_terms_a_dedup_pass_would_store(services, client, auth, monkeypatch):
+    """Terms are kept like an index, on write: a dedup pass stores them only for memories written without them
+    (by another program), and stores the same terms the write did."""
+    from consolidation.stores.hygiene import HygieneStore
+
+    text = "Deploys moved from Tuesday to Thursday for the payments API"
+    ours = client.post("/memory", json={"content": text, "type": "Decision", "embedding": list(map(float, BASE))},
+                       headers=auth).json["memory"]["id"]
+    foreign = "0b5c0d4e-58a4-4d0e-9a83-2f1d6f0a7c11"
+    services.stores.vectors.upsert([VectorPoint(foreign, OTHER, {})])
+    services.stores.graph.falkor.execute(
+        "CREATE (:Memory {id: $id, content: $text, type: 'Decision', timestamp: $now})",
+        {"id": foreign, "text": text, "now": days_ago(1)})
+
+    def terms_of(memory_id):
+        rows = services.stores.graph.falkor.records(
+            "MATCH (m:Memory {id: $id}) RETURN m.fact_terms, m.fact_anchors, m.fact_least, m.fact_stamp, "
+            "m.change_seq", {"id": memory_id})
+        return rows[0]
+
+    terms, anchors, least, stamp, change = terms_of(ours)
+    # By hand: the change's subject and new value are terms; the old value it names is the anchor.
+    assert {"deploy", "thursday", "CHANGE"} <= set(terms) and anchors == ["tuesday"]
+    assert stamp == f"{TERMS_VERSION}:{change}"
+    assert terms_of(foreign)[0] is None
+    written = []
+    real = HygieneStore.write_terms
+    monkeypatch.setattr(HygieneStore, "write_terms", lambda self, rows: written.extend(rows) or real(self, rows))
+
+    dedup(services)
+
+    assert [row["id"] for row in written] == [foreign]
+    assert terms_of(foreign)[:3] == [terms, anchors, least]
+    foreign_stamp, foreign_change = terms_of(foreign)[3:]
+    assert foreign_stamp == f"{TERMS_VERSION}:{foreign_change}"
+    assert dedup(services)["merged"] == 0 and not written[1:]

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import redis
 
+from ..hygiene import TERMS_VERSION, text_terms
 from ..scopes import Scoping
 from ..scoring import CANDIDATE_RELEVANCE
 from ..timeutil import epoch_seconds
@@ -108,20 +109,22 @@ class GraphStore:
     # --- single memories -------------------------------------------------------------------------
 
     def upsert_memories(self, memories: Sequence[dict[str, Any]]) -> None:
-        """Create each memory, or update the stored fields of one with the same id."""
+        """Create each memory, or update the stored fields of one with the same id (an update keeps the fact
+        terms of its old text, as replace_memories does)."""
         self.falkor.write_chunks(
-            NEXT_CHANGE + f"UNWIND $rows AS row MERGE (m:Memory {{id: row.id}}) SET m += row SET {STAMP}",
-            list(memories), chunk=500
-        )
+            NEXT_CHANGE + "UNWIND $rows AS row MERGE (m:Memory {id: row.memory.id}) "
+            f"ON CREATE SET {WITH_TERMS} SET m += row.memory SET {STAMP}",
+            with_terms(memories), chunk=500, terms_version=TERMS_VERSION)
 
     def create_memories(self, memories: Sequence[dict[str, Any]]) -> set[str]:
         """Create memories whose id is not taken yet (an existing one is never touched); returns the created ids."""
         created: set[str] = set()
         for part in chunked(list(memories), 500):
             rows = self.falkor.execute(
-                NEXT_CHANGE + "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.id}) "
-                f"WITH row, change WHERE e IS NULL CREATE (m:Memory) SET m = row SET {STAMP} RETURN m.id",
-                {"rows": list(part)},
+                NEXT_CHANGE + "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.memory.id}) "
+                f"WITH row, change WHERE e IS NULL CREATE (m:Memory) SET m = row.memory SET {STAMP}, {WITH_TERMS} "
+                "RETURN m.id",
+                {"rows": with_terms(part), "terms_version": TERMS_VERSION},
             )
             created.update(row[0] for row in rows)
         return created
@@ -428,3 +431,17 @@ def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:
         relationship_counts=np.array(degree, dtype=np.float64),
         superseded=booleans(superseded),
     )
+
+
+# A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
+# as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.
+WITH_TERMS = ("m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
+              "m.fact_stamp = toString($terms_version) + ':' + toString(change)")
+
+
+def with_terms(memories: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for memory in memories:
+        terms, anchors, least = text_terms(memory.get("content") or "")
+        rows.append({"memory": memory, "terms": terms, "anchors": anchors or None, "least": least})
+    return rows

@@ -33,7 +33,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
     # Work in FalkorDB or numpy / faiss (which release the GIL) overlaps the Python: the neighbour graph with
-    # reading every text, then storing the fact terms with the rules.
+    # reading every text, then storing the fact terms and writing the merges with the rules that follow them.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-background") as background:
         position = {memory_id: index for index, memory_id in enumerate(inputs.ids)}
         scopes = [inputs.scopes[position[memory_id]] for memory_id in ids]
@@ -42,24 +42,33 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         candidates = candidates_of(inputs, ids, position)
         facts = fact_ids(candidates)
         pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
-        stored = None if dry_run else background.submit(
-            store_terms, ctx, candidates, dict(zip(inputs.ids, inputs.changes)), dict(zip(inputs.ids, inputs.stamps)))
-        merges, kept_apart, supersessions, contradictions = judge(ctx, candidates, pairs, facts, unit, ids)
+        writes = [] if dry_run else [background.submit(
+            store_terms, ctx, candidates, dict(zip(inputs.ids, inputs.changes)), dict(zip(inputs.ids, inputs.stamps)))]
+        merges, kept_apart = find_merges(ctx, candidates, pairs, facts, unit)
         if not dry_run:
-            write(ctx, merges, supersessions, contradictions, {c.id: c.created for c in candidates})
-            stored.result()  # raises what storing the terms raised
+            writes.append(background.submit(write_merges, ctx, merges))
+        supersessions, contradictions = changes_after_merges(candidates, merges, unit, ids)
+        for written in writes:
+            written.result()  # raises what the write raised; the merges are in before links are read
+        supersessions, contradictions = new_links(ctx, supersessions, contradictions)
+        if not dry_run:
+            write_links(ctx, supersessions, contradictions, {c.id: c.created for c in candidates})
     ctx.progress(len(ids), len(ids))
     return report_of(ctx, len(ids), len(pairs.rows), merges, supersessions, contradictions, kept_apart, candidates,
                    len(completed))
 
 
-def judge(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, facts: np.ndarray, unit: np.ndarray,
-          ids: list[str]) -> tuple[list[Merge], Pairs, list[Supersession], list[Contradiction]]:
-    """The rules over every candidate: merges (and the look-alikes kept apart), then supersessions and
-    contradictions among what the merges leave, leaving out links an earlier run made."""
-    merges, kept_apart = duplicate_groups(candidates, *pairs, facts=facts,
-                                          similarity=lambda a, b: exact_cosine(unit, a, b),
-                                          connections=ctx.hygiene.connections)
+def find_merges(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, facts: np.ndarray,
+                unit: np.ndarray) -> tuple[list[Merge], Pairs]:
+    """The merges among every candidate, and the similar pairs kept apart as look-alikes."""
+    return duplicate_groups(candidates, *pairs, facts=facts, similarity=lambda a, b: exact_cosine(unit, a, b),
+                            connections=ctx.hygiene.connections)
+
+
+def changes_after_merges(candidates: list[Candidate], merges: list[Merge], unit: np.ndarray,
+                         ids: list[str]) -> tuple[list[Supersession], list[Contradiction]]:
+    """Supersessions and contradictions among what the merges leave (pure: links an earlier run made are still
+    among them, see new_links)."""
     active = after_merges(candidates, merges)
     row = {memory_id: index for index, memory_id in enumerate(ids)}
 
@@ -67,9 +76,7 @@ def judge(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, facts: np
         return float(unit[row[a.id]] @ unit[row[b.id]]) >= RELATED_SIMILARITY
 
     supersessions, contradictions = changes_over_time(active, related)
-    supersessions, contradictions = new_links(ctx, supersessions,
-                                              contradictions + simultaneous_conflicts(active, related))
-    return merges, kept_apart, supersessions, contradictions
+    return supersessions, contradictions + simultaneous_conflicts(active, related)
 
 
 def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: dict[str, float],
@@ -124,12 +131,21 @@ def new_links(ctx: TaskContext, supersessions: list[Supersession],
 
 def write(ctx: TaskContext, merges: list[Merge], supersessions: list[Supersession],
           contradictions: list[Contradiction], created: dict[str, float]) -> None:
-    now = to_iso(ctx.now)
+    write_merges(ctx, merges)
+    write_links(ctx, supersessions, contradictions, created)
+
+
+def write_merges(ctx: TaskContext, merges: list[Merge]) -> None:
     if merges:
         archived = ctx.hygiene.merge(
             [PlannedMerge(m.into, m.duplicates, m.similarity, m.reason) for m in merges],
-            lambda canonical, duplicates: merged_fields(canonical, duplicates, MAX_COUNT), now)
+            lambda canonical, duplicates: merged_fields(canonical, duplicates, MAX_COUNT), to_iso(ctx.now))
         ctx.vectors.set_archived(archived, True)
+
+
+def write_links(ctx: TaskContext, supersessions: list[Supersession], contradictions: list[Contradiction],
+                created: dict[str, float]) -> None:
+    now = to_iso(ctx.now)
     # The newest change of a memory is written last, so its superseded_by names the latest word on it.
     ordered = sorted(supersessions, key=lambda s: _sortable(created.get(s.newer, math.nan)))
     ctx.hygiene.supersede([{"newer": s.newer, "older": s.older, "confidence": s.confidence, "reason": s.reason}
