@@ -388,8 +388,11 @@ def _changed_statements(index: int, change: Change, candidates: Sequence[Candida
     on Friday") replaces one value of something older: the statements that differ from it in one substituted
     value, and none if they differ in different values (which one it means is unknown)."""
     announcer = candidates[index]
-    anchor = change.old or (change.subject | change.new)
-    pool = _all_of(by_term, anchor) if change.old else set().union(*(by_term.get(t, set()) for t in anchor))
+    # Only statements holding every term match_change requires can match (a value and a subject often found in
+    # thousands of memories each are found together in few); with none required, any term of the change.
+    required = pool_query(change).required
+    pool = _all_of(by_term, required) if required else \
+        set().union(*(by_term.get(t, set()) for t in change.subject | change.new))
     matches = []
     for other in pool - {index}:
         if not change.old and not _before(candidates[other], announcer):
