@@ -216,11 +216,13 @@ class HygieneStore:
         """Record, then apply, each merge; `merged_fields(canonical, duplicates)` gives the canonical's new
         fields. Returns the ids archived as duplicates."""
         duplicate_ids = {d for m in merges for d in m.duplicates}
-        # A canonical keeps its own edges: only its fields are recorded, to be put back on a restore.
-        snapshots = snapshot(self.falkor, [m.into for m in merges] + sorted(duplicate_ids), edges_of=duplicate_ids)
+        snapshots = snapshot(self.falkor, sorted(duplicate_ids))
+        # A canonical keeps its own edges and other fields: only those a merge changes are recorded, to be put
+        # back on a restore.
+        canonicals = self._canonical_fields([m.into for m in merges])
         records = []
         for merge in merges:
-            canonical = snapshots[merge.into]["properties"]
+            canonical = canonicals[merge.into]
             duplicates = [snapshots[d] for d in merge.duplicates if d in snapshots]
             before = {f: canonical.get(f) for f in CANONICAL_FIELDS}
             after = merged_fields(canonical, [d["properties"] for d in duplicates])
@@ -233,6 +235,12 @@ class HygieneStore:
         self.falkor.write_chunks("UNWIND $rows AS row CREATE (r:MergeRecord) SET r = row", records, chunk=200)
         self._apply([_decoded(r) for r in records])
         return [r["duplicate_id"] for r in records]
+
+    def _canonical_fields(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        rows = self.falkor.records(
+            f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, "
+            f"{', '.join(f'm.{name}' for name in CANONICAL_FIELDS)}", {"ids": list(ids)}, read_only=True)
+        return {row[0]: dict(zip(CANONICAL_FIELDS, row[1:])) for row in rows}
 
     def has_pending(self) -> bool:
         rows = self.falkor.execute("MATCH (r:MergeRecord {state: 'pending'}) RETURN count(r)", read_only=True)
