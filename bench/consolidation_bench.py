@@ -464,7 +464,8 @@ sent every 20 ms. Forget runs with archive / delete thresholds of 0.1 / 0.02 so 
 The full run comes after the individual runs, so it is that steady state too. The neighbour graph is kept
 between runs: the first dedup dry run after the start builds it whole (and reads every text as a fact for the
 first time), later runs search again only the vectors that changed. "dedup real" is the first real pass on the
-fresh store: it also stores every memory's fact terms, once. Every run above is a full pass (`full: true`). Then 1 % of the
+fresh store (the fact terms incremental runs look memories up by are written with each memory at load, as
+`POST /memory` and the import write them). Every run above is a full pass (`full: true`). Then 1 % of the
 memories change (half new restatements, half rewritten to announce a change, with new vectors) and the five
 tasks run as the scheduler runs them between full passes: dedup, creative and cluster incremental, decay and
 forget full; its ratio is to the full run above. Another 1 % changes and a full pass runs, for comparison.
