@@ -22,6 +22,8 @@ MIN_COARSE_CELLS = 32
 COARSE_PROBES = 12
 
 
+# Pairs looked up at once by Pairs.union (bounds its temporary arrays).
+UNION_CHUNK = 1 << 20
 # Positions of vectors in pair arrays: 4 bytes each, since millions of pairs are held at once.
 INDEX = np.int32
 
@@ -52,8 +54,27 @@ class Pairs(NamedTuple):
         return found.deduplicated(n)
 
     def union(self, other: Pairs, n: int) -> Pairs:
-        """These pairs and the other's (both i < j over n points), each pair once."""
-        return Pairs.joined([self, other]).deduplicated(n)
+        """These pairs (each once, as a neighbour graph holds them) and those of the other's not among them, after
+        them (both i < j over n points). Only the other's are sorted: each of these is looked up among them, a
+        chunk at a time, since sorting millions of pairs cost seconds and a gigabyte at a million memories."""
+        theirs = other.deduplicated(n)
+        if theirs.rows.size == 0:
+            return self
+        keys = theirs.rows.astype(np.int64) * n + theirs.cols
+        held = np.zeros(keys.size, dtype=bool)
+        for start in range(0, self.rows.size, UNION_CHUNK):
+            mine = self.rows[start:start + UNION_CHUNK].astype(np.int64) * n + self.cols[start:start + UNION_CHUNK]
+            at = np.minimum(np.searchsorted(keys, mine), keys.size - 1)
+            held[at[keys[at] == mine]] = True
+        fresh = ~held
+        return Pairs.joined([self, Pairs(theirs.rows[fresh], theirs.cols[fresh], theirs.similarities[fresh])])
+
+    def first(self, count: int, n: int) -> Pairs:
+        """The `count` pairs of the lowest (i, j), in that order (a report's sample, whatever order these are in)."""
+        keys = self.rows.astype(np.int64) * n + self.cols
+        chosen = np.argpartition(keys, count)[:count] if keys.size > count else np.arange(keys.size)
+        chosen = chosen[np.argsort(keys[chosen], kind="stable")]
+        return Pairs(self.rows[chosen], self.cols[chosen], self.similarities[chosen])
 
     def deduplicated(self, n: int) -> Pairs:
         """Each pair (i < j over n points) once."""

@@ -161,3 +161,24 @@ def test_a_map_key_the_client_refuses_is_refused_the_same_way(key):
 
     with pytest.raises(ValueError, match="Cypher map key"):
         cypher_literal({key: 1})
+
+
+def test_a_union_adds_the_others_pairs_once_and_a_sample_is_the_lowest_pairs_in_order(monkeypatch):
+    import consolidation.similarity as similarity
+    from consolidation.similarity import INDEX, Pairs
+
+    monkeypatch.setattr(similarity, "UNION_CHUNK", 3)  # several chunks, so a pair in any chunk is found
+    n = 10
+    graph = Pairs(np.array([5, 0, 2, 7, 1], INDEX), np.array([9, 4, 3, 8, 6], INDEX),
+                  np.array([0.9, 0.8, 0.85, 0.95, 0.76], np.float32))
+    same_facts = Pairs(np.array([2, 1, 0, 1], INDEX), np.array([3, 2, 1, 2], INDEX),
+                       np.array([0.85, 0.8, 0.99, 0.8], np.float32))
+    union = graph.union(same_facts, n)
+    # By hand: (2, 3) is the graph's already, (1, 2) comes twice; (0, 1) and (1, 2) are new.
+    assert list(zip(union.rows.tolist(), union.cols.tolist())) == \
+        [(5, 9), (0, 4), (2, 3), (7, 8), (1, 6), (0, 1), (1, 2)]
+    assert graph.union(Pairs.empty(), n) is graph
+    sample = union.first(3, n)
+    assert list(zip(sample.rows.tolist(), sample.cols.tolist())) == [(0, 1), (0, 4), (1, 2)]
+    assert sample.similarities.tolist() == pytest.approx([0.99, 0.8, 0.8])
+    assert union.first(50, n).rows.size == 7

@@ -172,7 +172,7 @@ def report_of(ctx, processed, similar, merges, supersessions, contradictions, ke
         **capped("contradictions", [{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
                                     for c in contradictions], limit),
         "kept_apart": [_apart(candidates, int(a), int(b), float(similarity)) for a, b, similarity in
-                       zip(kept_apart.rows[:limit], kept_apart.cols[:limit], kept_apart.similarities[:limit])],
+                       zip(*kept_apart.first(limit, len(candidates)))],
         "kept_apart_total": int(kept_apart.rows.size),
         "interrupted_merges_completed": completed,
     }
