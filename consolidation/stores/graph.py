@@ -31,6 +31,11 @@ INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Mem
            ("Tombstone", "memory_id"), ("Tombstone", CHANGE), ("ConsolidationRun", "id"), ("MergeRecord", "id"),
            ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"))
 
+# A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
+# as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.
+WITH_TERMS = ("m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
+              "m.fact_stamp = toString($terms_version) + ':' + toString(change)")
+
 
 @dataclass
 class ScoringInputs:
@@ -433,13 +438,9 @@ def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:
     )
 
 
-# A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
-# as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.
-WITH_TERMS = ("m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
-              "m.fact_stamp = toString($terms_version) + ':' + toString(change)")
-
 
 def with_terms(memories: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows for WITH_TERMS: each memory with the terms of its text."""
     rows = []
     for memory in memories:
         terms, anchors, least = text_terms(memory.get("content") or "")
