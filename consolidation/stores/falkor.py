@@ -235,9 +235,10 @@ def cypher_literal(value: Any) -> str:
 
 
 def _map_key(key: Any) -> str:
-    if type(key) is not str or not key or "`" in key:
-        return stringify_param_value({key: None})[2:-7]  # the client's checks (and its error) for odd keys
-    return key
+    text = key.decode() if isinstance(key, bytes) else str(key)
+    if not text or "`" in text:
+        stringify_param_value({key: None})  # raises the client's error for a key Cypher cannot hold
+    return text
 
 
 def floats(column: Sequence[Any]) -> np.ndarray:
