@@ -265,7 +265,9 @@ def change_memories(services, rng: np.random.Generator, count: int) -> None:
 def recall(services, settings, exact_recall: bool) -> dict:
     """Edges of the similarity graph the clustering uses (the one the service keeps between runs, built whole
     or brought up to date), against an exact computation."""
-    candidates, scope_keys = services.stores.graph.cluster_candidates(MIN_RELEVANCE)
+    listed, listed_scopes, candidate = services.stores.graph.cluster_population(MIN_RELEVANCE)
+    candidates = [memory_id for memory_id, chosen in zip(listed, candidate) if chosen]
+    scope_keys = [key for key, chosen in zip(listed_scopes, candidate) if chosen]
     ids, matrix = services.stores.vectors.vectors(candidates)
     unit = normalized(matrix)
     n = unit.shape[0]

@@ -62,6 +62,14 @@ class NeighbourGraph:
                     self._built = self._update(built, ids, old, unit, prints, scope_keys, changed, progress)
             return _subset(self._built, ids, threshold)
 
+    def kept_for(self, memories: int, changed: int, threshold: float) -> bool:
+        """Whether a graph is kept that can give pairs at `threshold` among `memories`, `changed` of them since
+        it was kept, by searching only those again (no build)."""
+        with self._lock:
+            built = self._built
+        return built is not None and threshold >= built.threshold and \
+            built.changed_since_built + changed <= REBUILD_SHARE * memories
+
     def _build(self, ids, unit, prints, scope_keys, progress, threshold: float) -> _Built:
         settings = self.settings
         lowest = min(threshold, settings.consolidation_cluster_similarity,

@@ -424,6 +424,30 @@ def test_full_passes_come_with_the_interval_on_request_and_after_new_settings(tm
         always.close()
 
 
+@pytest.mark.parametrize("exact_limit", [10, 100000], ids=["cells", "exact"])
+def test_above_the_exact_limit_with_the_graph_kept_clustering_takes_the_full_pass(tmp_path, clock, exact_limit):
+    """There the full pass searches only what changed, in the kept cells, and is cheaper than the incremental
+    pass's exact search; below the limit (and with no graph kept) the incremental pass runs."""
+    services = build_services(settings_for(tmp_path / "d", consolidation_cluster_exact_limit=exact_limit),
+                              clock=clock)
+    try:
+        rng = np.random.default_rng(4)
+        for topic in range(3):
+            for member in range(8):
+                add_memory(services, vector=unit(axis(topic) + 0.03 * rng.standard_normal(DIM)),
+                           content=f"Topic {topic} note {member}")
+        first = services.engine.run(["cluster"])["results"]["cluster"]
+        assert first["pass"] == "full" and first["clusters_found"] == 3
+        add_memory(services, vector=unit(axis(1) + 0.03 * rng.standard_normal(DIM)), content="Topic 1 note 8")
+        again = services.engine.run(["cluster"])["results"]["cluster"]
+        expected = "full" if exact_limit == 10 else "incremental"
+        assert again["pass"] == expected and again["clusters_found"] == 3
+        assert ("graph is kept" in again["pass_reason"]) == (expected == "full")
+        assert sorted(c["size"] for c in again["clusters"]) == [8, 8, 9]
+    finally:
+        services.close()
+
+
 def test_a_memory_another_program_wrote_counts_as_changed_until_a_run_marks_it(wide, client_for):
     """AutoMem writes memories without a change marker: the next run treats them as changed, and marks them."""
     kept = add_memory(wide, vector=axis(0), content="Use Sentry for error tracking", type="Decision",

@@ -311,15 +311,19 @@ class GraphStore:
 
     # --- clustering ------------------------------------------------------------------------------
 
-    def cluster_candidates(self, min_relevance: float) -> tuple[list[str], list[str]]:
-        """The ids of the memories clustering groups, and each one's scope key."""
+    def cluster_population(self, min_relevance: float) -> tuple[list[str], list[str], np.ndarray]:
+        """Every active memory (ids and scope keys, in the order dedup reads them, so that both tasks are handed
+        the same vectors) and whether each is a candidate clustering groups (relevance above `min_relevance`)."""
         columns = self.falkor.scan_memories(
-            f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}",
-            f"m.id, {self.scoping.key_expression()}", {"min": min_relevance, **self.scoping.params()})
-        return (columns[0], columns[1]) if columns else ([], [])
+            f"{ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}",
+            f"m.id, {self.scoping.key_expression()}, {RELEVANCE} > $min",
+            {"min": min_relevance, **self.scoping.params()})
+        if not columns:
+            return [], [], np.zeros(0, dtype=bool)
+        return columns[0], columns[1], booleans(columns[2])
 
     def cluster_listing(self, min_relevance: float) -> Listing:
-        """cluster_candidates with each memory's change number (for an incremental run)."""
+        """The candidates clustering groups, with scope keys and change numbers (for an incremental run)."""
         columns = self.falkor.scan_memories(
             f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}",
             f"m.id, {self.scoping.key_expression()}, m.{CHANGE}", {"min": min_relevance, **self.scoping.params()})

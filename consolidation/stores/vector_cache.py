@@ -4,11 +4,17 @@ Qdrant Edge hands vectors back as Python lists, about 60 µs a point: reading 10
 than half of clustering's budget. Only one process can open an Edge shard, and every write goes through
 EdgeVectorStore, so the store can keep this copy exact. A crash leaves no saved copy (the file is removed
 when it is loaded), and the next bulk read rebuilds it from the shard.
+
+A bulk read hands out a read-only view of the matrix, not a copy: at a million memories a copy is 1.5 GB
+and seconds of page faults, in every task. The rows are kept in the order the tasks ask for them (a large
+request in another order reorders them once), and a write into rows a live view can see copies the matrix
+first, so that what a task was handed never changes under it.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +23,9 @@ import numpy as np
 from ..similarity import normalized
 
 GROWTH = 1.5
+# A request for at least this share of the rows, in an order other than theirs, reorders the rows to it (a
+# request in their order, of only some of them, is copied: reordering for it would undo the order of the whole).
+REORDER_SHARE = 0.5
 
 
 class VectorCache:
@@ -28,6 +37,7 @@ class VectorCache:
         self._ids: list[str | None] = []
         self._matrix = np.zeros((0, vector_size), dtype=np.float32)
         self._free: list[int] = []
+        self._lent_rows = 0  # views handed out show rows below this (while any is alive)
 
     def __len__(self) -> int:
         return len(self._row_of)
@@ -35,6 +45,7 @@ class VectorCache:
     def put(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Insert or replace; vectors are stored normalised, as the cosine store returns them."""
         unit = normalized(vectors)
+        self._unshare(max((self._row_of.get(i, -1) for i in ids), default=-1), bool(self._free))
         for memory_id, vector in zip(ids, unit):
             row = self._row_of.get(memory_id)
             if row is None:
@@ -51,14 +62,22 @@ class VectorCache:
                 self._free.append(row)
 
     def get(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """The cached ids among `ids`, in that order, and a copy of their vectors."""
+        """The cached ids among `ids`, in that order, and their vectors (read-only: a view when the rows
+        asked for are stored in that order, a copy when they are few and not)."""
         found = [memory_id for memory_id in ids if memory_id in self._row_of]
         rows = np.fromiter((self._row_of[memory_id] for memory_id in found), dtype=np.int64, count=len(found))
-        return found, self._matrix[rows]
+        if rows.size >= REORDER_SHARE * len(self._row_of) and not _increasing(rows) and self._reorder(rows):
+            rows = np.arange(rows.size)
+        if rows.size and _consecutive(rows):
+            vectors = self._matrix[rows[0]:rows[-1] + 1]
+            self._lent_rows = max(self._lent_rows, int(rows[-1]) + 1)
+        else:
+            vectors = self._matrix[rows]
+        vectors.flags.writeable = False
+        return found, vectors
 
     def all(self) -> tuple[list[str], np.ndarray]:
-        rows = np.fromiter(self._row_of.values(), dtype=np.int64, count=len(self._row_of))
-        return list(self._row_of), self._matrix[rows]
+        return self.get(list(self._row_of))
 
     def ids(self) -> list[str]:
         return list(self._row_of)
@@ -89,6 +108,32 @@ class VectorCache:
         cache._row_of = {memory_id: row for row, memory_id in enumerate(ids)}
         return cache
 
+    def _reorder(self, rows: np.ndarray) -> bool:
+        """Store `rows` first, in that order, then the other live rows (free rows dropped): into a new matrix,
+        so that views of the old one stay as they were. False (nothing done) if a row is asked for twice."""
+        asked = np.zeros(len(self._ids), dtype=bool)
+        asked[rows] = True
+        if int(asked.sum()) != rows.size:
+            return False
+        others = np.fromiter((row for row in self._row_of.values() if not asked[row]), dtype=np.int64)
+        order = np.concatenate([rows, others])
+        matrix = np.zeros((max(64, int(order.size * (GROWTH + 1) / 2)), self.vector_size), dtype=np.float32)
+        matrix[: order.size] = self._matrix[order]
+        self._ids = [self._ids[row] for row in order.tolist()]
+        self._row_of = {memory_id: row for row, memory_id in enumerate(self._ids)}
+        self._matrix, self._free, self._lent_rows = matrix, [], 0
+        return True
+
+    def _unshare(self, highest_row: int, reusing: bool) -> None:
+        """Before writing rows up to `highest_row` (or reusing freed ones): copy the matrix if a view of those
+        rows may still be alive (each live view holds a reference to the matrix it shows)."""
+        touches_lent = highest_row < self._lent_rows or (reusing and self._lent_rows > 0)
+        if touches_lent and sys.getrefcount(self._matrix) > 2:  # this attribute and the call's argument
+            self._matrix = self._matrix.copy()
+            self._lent_rows = 0
+        elif sys.getrefcount(self._matrix) <= 2:
+            self._lent_rows = 0
+
     def _append_row(self) -> int:
         row = len(self._ids)
         if row >= self._matrix.shape[0]:
@@ -97,3 +142,12 @@ class VectorCache:
             self._matrix = grown
         self._ids.append(None)
         return row
+
+
+def _increasing(rows: np.ndarray) -> bool:
+    return bool(np.all(rows[1:] > rows[:-1]))
+
+
+def _consecutive(rows: np.ndarray) -> bool:
+    """Rows r, r + 1, ..., in order: a slice shows them without a copy."""
+    return int(rows[-1]) - int(rows[0]) == rows.size - 1 and bool(np.all(np.diff(rows) == 1))

@@ -24,17 +24,23 @@ SUMMARY_MEMBERS = 50
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
-    candidates, scope_keys = ctx.graph.cluster_candidates(MIN_RELEVANCE)
-    ids, matrix = ctx.vectors.vectors(candidates)
+    # Every active memory's vector, not only the candidates': the same as dedup's, so the store hands out its
+    # copy as it is (a subset would be a second copy of most vectors) and the kept graph serves without a check
+    # of what changed. Memories below the line take no part in any pair.
+    listed, scope_keys, candidate = ctx.graph.cluster_population(MIN_RELEVANCE)
+    ids, matrix = ctx.vectors.vectors(listed)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
-    scope_of = dict(zip(candidates, scope_keys))
+    row_of = {memory_id: row for row, memory_id in enumerate(listed)}
+    rows_listed = np.fromiter((row_of[i] for i in ids), dtype=np.int64, count=len(ids))
+    candidate = candidate[rows_listed] if rows_listed.size else np.zeros(0, dtype=bool)
     # Pairs within one scope only, so no cluster (and no MetaPattern) spans two scopes.
     rows, cols, _ = ctx.neighbours.pairs(ids, unit, settings.consolidation_cluster_similarity, ctx.progress,
-                                         [scope_of[i] for i in ids])
-    groups = clusters(len(ids), rows, cols, settings.consolidation_cluster_min_size)
+                                         [scope_keys[r] for r in rows_listed])
+    among = candidate[rows] & candidate[cols]
+    groups = clusters(len(ids), rows[among], cols[among], settings.consolidation_cluster_min_size)
     report = settle(ctx, dry_run, ids, unit, groups, ctx.graph.meta_patterns())
-    return {"memories_processed": len(ids), "similar_pairs": int(len(rows)), **report}
+    return {"memories_processed": int(candidate.sum()), "similar_pairs": int(among.sum()), **report}
 
 
 def settle(ctx: TaskContext, dry_run: bool, ids: list[str], unit: np.ndarray, groups: list[np.ndarray],

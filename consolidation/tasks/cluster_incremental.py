@@ -5,8 +5,13 @@ A cluster is a connected component of the similarity graph among the candidates 
 relevance line). A change adds a candidate (new, edited, restored, risen above the line: searched against
 every candidate) or takes one away (archived, merged, deleted, edited, fallen below the line: the MetaPattern it
 was in is read again). The region's clusters are matched with the MetaPatterns it touched; every other
-MetaPattern stays as it is, as a full pass would leave it. Above the exact limit the full pass's similarity
-graph is approximate while this search is exact: there the two agree as far as that graph's recall does.
+MetaPattern stays as it is, as a full pass would leave it.
+
+Above the exact limit, with the similarity graph kept from an earlier run, the full pass is taken instead: it
+searches only the changed vectors (in the kept cells) and takes every other pair from the copy, which costs
+less than this pass's exact search of the changes (11 s against 33 s at a million memories, 1 % changed). It
+also keeps both passes on one graph there, where an exact search would agree with the approximate graph only
+as far as that graph's recall does.
 """
 
 from __future__ import annotations
@@ -24,11 +29,16 @@ from .context import TaskContext
 
 SEARCH_SHARE = 0.25
 SEARCH_FLOOR = 2000  # searching fewer memories than this is cheap, whatever share of the store they are
+KEPT_GRAPH = "the similarity graph is kept: a full pass searches only what changed, in its cells"
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
     listing = ctx.graph.cluster_listing(cluster.MIN_RELEVANCE)
+    if len(listing.ids) > settings.consolidation_cluster_exact_limit and ctx.neighbours.kept_for(
+            len(listing.ids), int(changed_after(listing.changes, ctx.since).size),
+            settings.consolidation_cluster_similarity):
+        return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": KEPT_GRAPH}
     ids, matrix = ctx.vectors.vectors(listing.ids)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)

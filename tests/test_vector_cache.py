@@ -1,0 +1,103 @@
+"""The embedded store's in-memory copy of the vectors: views instead of copies, and what a task holds never changes."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
+
+from consolidation.similarity import normalized
+from consolidation.stores.vector_cache import VectorCache
+
+
+def _filled(count: int, size: int = 8, seed: int = 0) -> tuple[VectorCache, list[str], np.ndarray]:
+    vectors = normalized(np.random.default_rng(seed).standard_normal((count, size)))
+    cache = VectorCache(size)
+    ids = [f"m{i}" for i in range(count)]
+    cache.put(ids, vectors)
+    return cache, ids, vectors
+
+
+def test_every_vector_in_stored_order_is_handed_out_without_a_copy_and_cannot_be_written():
+    cache, ids, vectors = _filled(100)
+    found, matrix = cache.get(ids)
+    assert found == ids and np.array_equal(matrix, vectors)
+    assert np.shares_memory(matrix, cache._matrix)
+    with pytest.raises(ValueError):
+        matrix[0, 0] = 1.0
+
+
+def test_a_vector_replaced_while_a_view_is_held_leaves_the_view_as_it_was():
+    cache, ids, vectors = _filled(100)
+    _, held = cache.get(ids)
+    replacement = normalized(np.ones((1, 8)))
+    cache.put(["m3"], replacement)
+    assert np.array_equal(held, vectors)  # the task's view still shows the old vector
+    assert np.allclose(cache.get(["m3"])[1], replacement)
+
+
+def test_a_freed_row_reused_while_a_view_is_held_leaves_the_view_as_it_was():
+    cache, ids, vectors = _filled(100)
+    _, held = cache.get(ids)
+    cache.drop(["m5"])
+    cache.put(["new"], normalized(np.ones((1, 8))))
+    assert np.array_equal(held, vectors)
+    assert cache.get(["m5"])[0] == [] and np.allclose(cache.get(["new"])[1], normalized(np.ones((1, 8))))
+
+
+def test_with_no_view_alive_a_write_goes_into_the_matrix_in_place():
+    cache, ids, _ = _filled(100)
+    cache.get(ids)  # a view, dropped at once
+    storage = cache._matrix.__array_interface__["data"][0]  # its address: holding the array would share it
+    cache.put(["m3"], normalized(np.ones((1, 8))))
+    assert cache._matrix.__array_interface__["data"][0] == storage
+
+
+def test_a_large_request_in_another_order_reorders_the_rows_so_the_next_one_is_a_view():
+    cache, ids, vectors = _filled(100)
+    order = np.random.default_rng(1).permutation(100)
+    asked = [ids[i] for i in order]
+    _, first = cache.get(asked)
+    _, second = cache.get(asked)
+    assert np.array_equal(first, vectors[order]) and np.array_equal(second, vectors[order])
+    assert np.shares_memory(second, cache._matrix)
+    assert np.array_equal(cache.get(ids)[1], vectors)  # every id still finds its own vector
+
+
+def test_a_subset_in_stored_order_is_copied_and_leaves_the_order_alone():
+    cache, ids, vectors = _filled(100)
+    subset = ids[::3] + ids[1::3]  # not increasing as a whole, but fewer than half are asked for
+    _, matrix = cache.get(ids[::2])
+    assert np.array_equal(matrix, vectors[::2]) and not np.shares_memory(matrix, cache._matrix)
+    _, matrix = cache.get(subset[:40])
+    assert np.array_equal(cache.get(ids)[1], vectors) and np.shares_memory(cache.get(ids)[1], cache._matrix)
+
+
+@hyp_settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["put", "drop", "get", "hold"]),
+                          st.lists(st.integers(0, 29), min_size=1, max_size=30)), max_size=25))
+def test_any_mix_of_writes_and_reads_agrees_with_a_plain_dictionary(steps):
+    """Whatever is written, dropped, reordered or held, every read answers what a dict of vectors would, and
+    nothing held ever changes."""
+    rng = np.random.default_rng(5)
+    cache, truth, held = VectorCache(4), {}, []
+    for action, numbers in steps:
+        keys = [f"k{n}" for n in numbers]
+        if action == "put":
+            distinct = list(dict.fromkeys(keys))
+            fresh = normalized(rng.standard_normal((len(distinct), 4)))
+            cache.put(distinct, fresh)
+            truth.update(zip(distinct, fresh))
+        elif action == "drop":
+            cache.drop(keys)
+            for key in keys:
+                truth.pop(key, None)
+        else:
+            found, matrix = cache.get(keys)
+            assert found == [k for k in keys if k in truth]
+            assert np.allclose(matrix, np.array([truth[k] for k in found]).reshape(len(found), 4))
+            if action == "hold":
+                held.append((matrix, matrix.copy()))
+        everything = cache.get(list(truth))
+        assert np.allclose(everything[1], np.array([truth[k] for k in everything[0]]).reshape(-1, 4))
+    assert all(np.array_equal(view, snapshot) for view, snapshot in held)
