@@ -62,13 +62,13 @@ class NeighbourGraph:
                     self._built = self._update(built, ids, old, unit, prints, scope_keys, changed, progress)
             return _subset(self._built, ids, threshold)
 
-    def kept_for(self, memories: int, changed: int, threshold: float) -> bool:
-        """Whether a graph is kept that can give pairs at `threshold` among `memories`, `changed` of them since
-        it was kept, by searching only those again (no build)."""
+    def kept_at(self, threshold: float) -> bool:
+        """Whether a graph is kept that can give pairs at `threshold`: a task then searches only the vectors
+        that changed since (or, past the rebuild share, builds it again: still cheaper than searching that many
+        exactly)."""
         with self._lock:
             built = self._built
-        return built is not None and threshold >= built.threshold and \
-            built.changed_since_built + changed <= REBUILD_SHARE * memories
+        return built is not None and threshold >= built.threshold
 
     def _build(self, ids, unit, prints, scope_keys, progress, threshold: float) -> _Built:
         settings = self.settings

@@ -251,7 +251,7 @@ def _first_round_only(ctx, region, changed, removed):
     queries = [region.loaded[int(p)] for p in changed] + [r.candidate for r in leaving]
     origins = np.concatenate([changed, np.full(len(leaving), -1)]).astype(np.int64)
     vectors = np.concatenate([region.unit[changed]] + [r.vector[None] for r in leaving])
-    hits = region.search(vectors, np.array([region.kind_of(q) for q in queries]),
+    hits = region.search(origins, vectors, np.array([region.kind_of(q) for q in queries]),
                          ctx.settings.consolidation_dedup_similarity)
     dedup_incremental._follow(region, hits, queries, origins, found)
     if not found:
@@ -535,6 +535,36 @@ def change_generated(services, rng, count: int) -> None:
         services.memories.restore(duplicate)
 
 
+def test_with_the_similarity_graph_kept_an_incremental_run_matches_a_full_pass(tmp_path):
+    """The incremental dedup takes its pairs from the graph a full pass built before the changes, brought up to
+    date (not from an exact search), and still ends where a full pass does."""
+    data = generated_dataset(2000, 6)
+    settings = make_settings(tmp_path / "one", vector_size=384)
+    services = build_services(settings, clock=Clock())
+    try:
+        services.stores.vectors.upsert([VectorPoint(m["id"], v, {}) for m, v in zip(data.memories, data.vectors)])
+        services.stores.graph.upsert_memories(data.memories)
+        consolidate(services)
+        before = patterns(services)
+    finally:
+        services.close()
+    shutil.copytree(tmp_path / "one", tmp_path / "two")
+    incremental = build_services(settings, clock=Clock())
+    full = build_services(settings.model_copy(update={"data_dir": tmp_path / "two"}), clock=Clock())
+    try:
+        for services in (incremental, full):  # each builds its graph over the state before the changes
+            assert services.engine.run(["dedup"], dry_run=True, full=True)["success"]
+            change_generated(services, np.random.default_rng(6), 20)
+        fast, slow = consolidate(incremental), consolidate(full, full=True)
+        assert fast["dedup"]["pass"] == "incremental"
+        assert fast["dedup"]["neighbours_from"] == "the kept similarity graph"
+        assert slow["dedup"]["merged"] > 10 and slow["dedup"]["supersessions_total"] > 10
+        assert graph_state(incremental, before) == graph_state(full, before)
+    finally:
+        incremental.close()
+        full.close()
+
+
 @pytest.mark.parametrize("seed", [5])
 def test_on_a_generated_store_an_incremental_run_matches_a_full_pass(tmp_path, seed):
     data = generated_dataset(2000, seed)
@@ -554,6 +584,7 @@ def test_on_a_generated_store_an_incremental_run_matches_a_full_pass(tmp_path, s
     try:
         fast, slow = consolidate(incremental), consolidate(full, full=True)
         assert fast["dedup"]["pass"] == fast["cluster"]["pass"] == "incremental"
+        assert fast["dedup"]["neighbours_from"] == "an exact search"  # a fresh process keeps no graph
         assert fast["dedup"]["memories_considered"] < slow["dedup"]["memories_processed"] / 4
         assert slow["dedup"]["merged"] > 10 and slow["dedup"]["supersessions_total"] > 10  # not a trivial case
         assert graph_state(incremental, before) == graph_state(full, before)

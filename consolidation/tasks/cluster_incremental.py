@@ -35,9 +35,8 @@ KEPT_GRAPH = "the similarity graph is kept: a full pass searches only what chang
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
     listing = ctx.graph.cluster_listing(cluster.MIN_RELEVANCE)
-    if len(listing.ids) > settings.consolidation_cluster_exact_limit and ctx.neighbours.kept_for(
-            len(listing.ids), int(changed_after(listing.changes, ctx.since).size),
-            settings.consolidation_cluster_similarity):
+    if len(listing.ids) > settings.consolidation_cluster_exact_limit and \
+            ctx.neighbours.kept_at(settings.consolidation_cluster_similarity):
         return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": KEPT_GRAPH}
     ids, matrix = ctx.vectors.vectors(listing.ids)
     ctx.progress(0, len(ids))

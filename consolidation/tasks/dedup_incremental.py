@@ -5,7 +5,10 @@ What a change can alter, and so what is read:
 - Merges join similar pairs of one type and scope that state one fact into groups (connected components, then
   split complete-link). A change can join, split or regroup only the groups it touches: from each changed
   memory (and each removed one, by its vector) every memory stating its fact is read, then theirs, until the
-  groups are whole. Untouched groups merged what they could in an earlier run.
+  groups are whole. Untouched groups merged what they could in an earlier run. The similar pairs come from the
+  similarity graph the engine keeps (the one a full pass uses, its changed vectors searched again) when it is
+  kept, else from an exact search of each memory against its kind; a removed memory's vector is always searched
+  exactly, since the graph no longer holds it.
 - A change announcement is judged against the statements it matches (hygiene.match_change) and its rivals. Its
   verdict can move only if it changed, or what it matches or its rivals did: the announcements that changed,
   and those that match a changed or removed statement (as it was, or as it is now), are judged again, each with
@@ -25,6 +28,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -84,7 +88,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ctx.progress(len(region.ids), len(region.ids))
     report = dedup.report_of(ctx, len(v.candidates), v.similar_pairs, v.merges, v.supersessions, v.contradictions,
                              v.kept_apart, v.grouped, len(completed))
-    return {**report, "memories_changed": region.changed_count, "memories_considered": len(v.candidates)}
+    return {**report, "memories_changed": region.changed_count, "memories_considered": len(v.candidates),
+            "neighbours_from": "the kept similarity graph" if region.graph is not None else "an exact search"}
 
 
 def _judge(ctx: TaskContext, region: Region) -> Verdicts:
@@ -129,7 +134,7 @@ class Region:
         self.kind_codes: dict[tuple[str, str], int] = {}
         self.kinds = np.fromiter((self.kind_codes.setdefault(k, len(self.kind_codes))
                                   for k in zip(self.types, self.scope_keys)), dtype=np.int64, count=len(ids))
-        self.partition = Partition(unit, self.kinds)
+        self.graph: Pairs | None = None  # the kept similarity graph's pairs of one kind, when it is kept
         self.times = epoch_seconds(listing.timestamps[r] for r in rows)
         self.changes = listing.changes[rows] if rows.size else np.zeros(0)
         self.position = {memory_id: p for p, memory_id in enumerate(ids)}
@@ -143,7 +148,20 @@ class Region:
     def read(cls, ctx: TaskContext) -> Region:
         listing = ctx.hygiene.listing()
         ids, matrix = ctx.vectors.vectors(listing.ids)
-        return cls(ctx, listing, ids, normalized(matrix))
+        region = cls(ctx, listing, ids, normalized(matrix))
+        threshold = ctx.settings.consolidation_dedup_similarity
+        if ctx.neighbours.kept_at(threshold):
+            # The full pass's graph, brought up to date by searching only the changed vectors: far cheaper than
+            # an exact search of each change against its kind, and the pairs a full pass would judge.
+            pairs = ctx.neighbours.pairs(ids, region.unit, threshold, ctx.progress, region.scope_keys)
+            same_kind = region.kinds[pairs.rows] == region.kinds[pairs.cols]
+            region.graph = Pairs(pairs.rows[same_kind], pairs.cols[same_kind], pairs.similarities[same_kind])
+        return region
+
+    @cached_property
+    def partition(self) -> Partition:
+        """The vectors grouped by kind, for exact searches (built only if one is needed: it copies them)."""
+        return Partition(self.unit, self.kinds)
 
     def changed(self, since: int) -> np.ndarray:
         return changed_after(self.changes, since)
@@ -172,9 +190,29 @@ class Region:
         positions = sorted(self.loaded)
         return [self.loaded[p] for p in positions], positions
 
-    def search(self, vectors: np.ndarray, kinds: np.ndarray, threshold: float) -> Pairs:
-        """Pairs (query number, position) with cosine >= threshold, each query among memories of its kind."""
-        return pairs_against(vectors, self.unit, threshold, kinds, self.partition)
+    def search(self, origins: np.ndarray, vectors: np.ndarray, kinds: np.ndarray, threshold: float) -> Pairs:
+        """Pairs (query number, position) with cosine >= threshold, each query among memories of its kind: from
+        the kept graph for queries that are memories here (`origins`: their positions), by exact products for
+        the others (a removed memory's vector) or when no graph is kept (then a query may find itself)."""
+        if self.graph is None:
+            return pairs_against(vectors, self.unit, threshold, kinds, self.partition)
+        outside = np.flatnonzero(origins < 0)
+        parts = [self._graph_hits(origins, threshold)]
+        if outside.size:
+            found = pairs_against(vectors[outside], self.unit, threshold, kinds[outside], self.partition)
+            parts.append(Pairs(outside[found.rows].astype(INDEX), found.cols, found.similarities))
+        return Pairs.joined(parts)
+
+    def _graph_hits(self, origins: np.ndarray, threshold: float) -> Pairs:
+        """The kept graph's pairs touching the queries that are memories here, as (query number, other)."""
+        number_at = np.full(len(self.ids), -1, dtype=np.int64)
+        inside = np.flatnonzero(origins >= 0)
+        number_at[origins[inside]] = inside
+        graph, parts = self.graph, []
+        for mine, theirs in ((graph.rows, graph.cols), (graph.cols, graph.rows)):
+            hit = np.flatnonzero((number_at[mine] >= 0) & (graph.similarities >= threshold))
+            parts.append(Pairs(number_at[mine[hit]].astype(INDEX), theirs[hit], graph.similarities[hit]))
+        return Pairs.joined(parts)
 
     def worth_reading(self, keys: dict[int, set[frozenset[str]]]) -> set[int]:
         """Which of these unread memories may state one fact with a memory of one of the keys given for each
@@ -223,7 +261,8 @@ def _merge_closure(ctx: TaskContext, region: Region, changed: np.ndarray, remove
     found: list[tuple[int, int, float]] = []
     queried = set(changed.tolist())
     while queries:
-        hits = region.search(vectors, np.array([region.kind_of(q) for q in queries], dtype=np.int64), threshold)
+        hits = region.search(origins, vectors, np.array([region.kind_of(q) for q in queries], dtype=np.int64),
+                             threshold)
         frontier = np.array(sorted(set(_follow(region, hits, queries, origins, found)) - queried), dtype=np.int64)
         queried.update(frontier.tolist())
         queries, origins, vectors = [region.loaded[int(p)] for p in frontier], frontier, region.unit[frontier]
