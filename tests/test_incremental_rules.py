@@ -4,15 +4,19 @@ cluster region a change touches, recomputed alone, gives the clusters of the who
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from datetime import timedelta
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from consolidation.clusters import cluster_region, region_clusters, touched
 from consolidation.facts import read_fact
-from consolidation.hygiene import Candidate, match_change, may_change, may_state_together, pool_query, \
-    stated_together, stored_terms
+from consolidation.hygiene import ORDER_TOLERANCE_SECONDS, Candidate, match_change, may_change, may_state_together, \
+    pool_query, simultaneous_conflicts, stated_together, stored_terms
 from consolidation.passes import plan_pass
 from consolidation.similarity import BallIndex, Partition, clusters, normalized, pairs_against, similar_pairs_exact
 from consolidation.stores.graph import MetaPatternRecord
@@ -177,3 +181,42 @@ def test_searches_find_every_pair_comparing_everything_finds(seed):
     within = {(q, j) for q, j in pairs(everything) if groups[queries[q]] == groups[j]}
     assert pairs(pairs_against(unit[queries], unit, 0.75, groups[queries], Partition(unit, groups))) == within
     assert pairs(BallIndex(unit, balls, groups).search(unit[queries], 0.75, groups[queries])) == within
+
+
+def _conflicts_by_every_pair(candidates, related):
+    """The simultaneous-conflict rule as its definition reads, every two memories compared in timeline order."""
+    timed = sorted((c.created, i) for i, c in enumerate(candidates))
+    found = []
+    for position, (when, i) in enumerate(timed):
+        for later, j in timed[position + 1:]:
+            a, b = candidates[i], candidates[j]
+            if later - when > ORDER_TOLERANCE_SECONDS or a.type != b.type or a.fact.change or b.fact.change:
+                continue
+            only_a, only_b = a.fact.key - b.fact.key, b.fact.key - a.fact.key
+            if len(only_a) == len(only_b) == 1 and "NOT" not in only_a | only_b and a.scope == b.scope \
+                    and related(a, b):
+                found.append((*sorted((a.id, b.id)), next(iter(only_a)), next(iter(only_b))))
+    return found
+
+
+SAME_MOMENT_TEXTS = ["The office closes at 2 pm", "The office closes at 3 pm", "The office does not close at 3 pm",
+                     "The office opens at 3 pm", "The shop closes at 2 pm", "Deploys run on Monday",
+                     "Deploys run on Tuesday", "Deploys now run on Friday", "The office closes at 2 pm on Friday"]
+
+
+@hyp_settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(SAME_MOMENT_TEXTS), st.sampled_from([0.0, 30.0, 59.0, 61.0, 200.0]),
+                          st.sampled_from(["Context", "Decision"]), st.sampled_from(["", "u1"])),
+                min_size=2, max_size=14),
+       st.integers(0, 2**16))
+def test_simultaneous_conflicts_found_through_the_key_index_are_those_of_every_pair(rows, unrelated_seed):
+    """The index of keys without one term finds exactly the pairs, in the order, a scan of every pair finds."""
+    candidates = [replace(candidate(text), id=f"m{k}", type=kind, created=when, scope=scope)
+                  for k, (text, when, kind, scope) in enumerate(rows)]
+
+    def related(a, b):  # some pairs unrelated, the same way for both
+        return hash((a.id, b.id, unrelated_seed)) % 5 != 0
+
+    found = [(c.a, c.b, *c.reason.split("stating ")[1].split(" for the")[0].split(" and "))
+             for c in simultaneous_conflicts(candidates, related)]
+    assert found == _conflicts_by_every_pair(candidates, related)

@@ -23,8 +23,9 @@ import numpy as np
 from ..similarity import normalized
 
 GROWTH = 1.5
-# A request for at least this share of the rows, in an order other than theirs, reorders the rows to it (a
-# request in their order, of only some of them, is copied: reordering for it would undo the order of the whole).
+REORDER_CHUNK = 65536
+# A request for at least this share of the rows that a slice cannot show (another order, or rows between them
+# left out: archived memories keep their vectors) reorders the rows to it; a smaller one is copied.
 REORDER_SHARE = 0.5
 
 
@@ -66,9 +67,10 @@ class VectorCache:
         asked for are stored in that order, a copy when they are few and not)."""
         found = [memory_id for memory_id in ids if memory_id in self._row_of]
         rows = np.fromiter((self._row_of[memory_id] for memory_id in found), dtype=np.int64, count=len(found))
-        if rows.size >= REORDER_SHARE * len(self._row_of) and not _increasing(rows) and self._reorder(rows):
+        if rows.size and rows.size >= REORDER_SHARE * len(self._row_of) and not _consecutive(rows) \
+                and self._reorder(rows):
             rows = np.arange(rows.size)
-        if rows.size and _consecutive(rows):
+        if _consecutive(rows):
             vectors = self._matrix[rows[0]:rows[-1] + 1]
             self._lent_rows = max(self._lent_rows, int(rows[-1]) + 1)
         else:
@@ -117,8 +119,11 @@ class VectorCache:
             return False
         others = np.fromiter((row for row in self._row_of.values() if not asked[row]), dtype=np.int64)
         order = np.concatenate([rows, others])
-        matrix = np.zeros((max(64, int(order.size * (GROWTH + 1) / 2)), self.vector_size), dtype=np.float32)
-        matrix[: order.size] = self._matrix[order]
+        # Rows past the live ones are written before they are ever read (put), so they need no zeroing.
+        matrix = np.empty((max(64, int(order.size * (GROWTH + 1) / 2)), self.vector_size), dtype=np.float32)
+        for start in range(0, order.size, REORDER_CHUNK):  # a chunk at a time: no second full-size temporary
+            part = order[start:start + REORDER_CHUNK]
+            matrix[start:start + part.size] = self._matrix[part]
         self._ids = [self._ids[row] for row in order.tolist()]
         self._row_of = {memory_id: row for row, memory_id in enumerate(self._ids)}
         self._matrix, self._free, self._lent_rows = matrix, [], 0
@@ -144,10 +149,6 @@ class VectorCache:
         return row
 
 
-def _increasing(rows: np.ndarray) -> bool:
-    return bool(np.all(rows[1:] > rows[:-1]))
-
-
 def _consecutive(rows: np.ndarray) -> bool:
     """Rows r, r + 1, ..., in order: a slice shows them without a copy."""
-    return int(rows[-1]) - int(rows[0]) == rows.size - 1 and bool(np.all(np.diff(rows) == 1))
+    return rows.size > 0 and int(rows[-1]) - int(rows[0]) == rows.size - 1 and bool(np.all(np.diff(rows) == 1))

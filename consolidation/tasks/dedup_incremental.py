@@ -47,6 +47,9 @@ from .context import TaskContext
 
 REGION_SHARE = 0.25
 REGION_FLOOR = 2000  # reading fewer memories than this is cheap, whatever share of the store they are
+# Changed memories, and memories of their time span, compared at once for simultaneous conflicts (bounds memory).
+SIMULTANEOUS_BLOCK = 512
+SIMULTANEOUS_SPAN = 32768
 
 
 class TooMuchChanged(Exception):
@@ -299,18 +302,24 @@ def _follow(region: Region, hits: Pairs, queries: list[Candidate], origins: np.n
 
 def _load_simultaneous(region: Region, changed: np.ndarray) -> None:
     """Read the memories of a changed memory's kind recorded within ORDER_TOLERANCE_SECONDS of it and related to
-    it: the partners of any new simultaneous conflict (found by time, then checked by vector)."""
+    it: the partners of any new simultaneous conflict (found by time, then checked by vector). The changed
+    memories are taken a block at a time, in time order, against the memories of their block's time span: an
+    import writes thousands in one minute, and one product per block costs far less than one per memory."""
+    timed = changed[~np.isnan(region.times[changed])]
+    timed = timed[np.argsort(region.times[timed], kind="stable")]
     order = np.argsort(region.times, kind="stable")
     times = region.times[order]
-    partners = []
-    for p in changed.tolist():
-        if math.isnan(region.times[p]):
-            continue
-        low = np.searchsorted(times, region.times[p] - ORDER_TOLERANCE_SECONDS, side="left")
-        high = np.searchsorted(times, region.times[p] + ORDER_TOLERANCE_SECONDS, side="right")
-        near = order[low:high]
-        near = near[(region.kinds[near] == region.kinds[p]) & (near != p)]
-        partners += near[region.unit[near] @ region.unit[p] >= dedup.RELATED_SIMILARITY].tolist()
+    partners: set[int] = set()
+    for start in range(0, timed.size, SIMULTANEOUS_BLOCK):
+        block = timed[start:start + SIMULTANEOUS_BLOCK]
+        low = np.searchsorted(times, region.times[block[0]] - ORDER_TOLERANCE_SECONDS, side="left")
+        high = np.searchsorted(times, region.times[block[-1]] + ORDER_TOLERANCE_SECONDS, side="right")
+        for near_start in range(low, high, SIMULTANEOUS_SPAN):
+            near = order[near_start:min(high, near_start + SIMULTANEOUS_SPAN)]
+            close = np.abs(region.times[block][:, None] - region.times[near][None, :]) <= ORDER_TOLERANCE_SECONDS
+            close &= (region.kinds[block][:, None] == region.kinds[near][None, :]) & (block[:, None] != near[None, :])
+            close &= region.unit[block] @ region.unit[near].T >= dedup.RELATED_SIMILARITY
+            partners.update(near[close.any(axis=0)].tolist())
     region.load(partners)
 
 
