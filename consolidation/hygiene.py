@@ -25,6 +25,8 @@ from .similarity import INDEX, Pairs
 
 # Two memories less than this apart have no clear order.
 ORDER_TOLERANCE_SECONDS = 60.0
+# A stretch of the timeline with at most this many memories is scanned pair by pair for simultaneous conflicts.
+SCAN_STRETCH = 64
 # At most this many words of an older statement may lie outside a change's subject and values (a qualifier
 # such as "staging"), and only when no other statement matches better.
 MAX_EXTRA_WORDS = 1
@@ -549,35 +551,78 @@ def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -
     """Two plain statements of one type recorded at the same moment that differ in exactly one value ("closes
     at 2 pm" / "closes at 3 pm"): a conflict with no order to settle it.
 
-    Such a pair shares its key but for one term on each side, so each statement is filed under its key without
-    each one of its terms, and only statements filed together are compared: an import of thousands of memories
-    in one minute costs one entry per term, not a comparison of every two of them."""
+    The timeline is cut where two memories are further apart than the tolerance: no pair spans a cut. A short
+    stretch is scanned pair by pair; a crowded one (an import of thousands of memories in one minute) through an
+    index, each statement filed under a hash of its key without each of its terms, so that only statements
+    whose keys match but for one term are compared."""
     related = _within_scope(related)
     timed = sorted((c.created, i) for i, c in enumerate(candidates) if not math.isnan(c.created))
-    place = {i: position for position, (_, i) in enumerate(timed)}
-    filed: dict[tuple[str, frozenset[str]], list[tuple[float, int, str]]] = defaultdict(list)
-    for when, i in timed:
-        fact = candidates[i].fact
-        if fact.change is None:
-            for term in fact.key - {NOT}:
-                filed[(candidates[i].type, fact.key - {term})].append((when, i, term))
-    pairs = set()
-    for entries in filed.values():
-        for k, (when, i, term) in enumerate(entries):  # in time order, as `timed` is
-            for later in range(k + 1, len(entries)):
-                if entries[later][0] - when > ORDER_TOLERANCE_SECONDS:
-                    break
-                if entries[later][2] != term:
-                    pairs.add((place[i], place[entries[later][1]]))
+    plain = [candidates[i].fact.change is None for _, i in timed]
+    places: set[tuple[int, int]] = set()
+    for start, stop in _stretches([when for when, _ in timed]):
+        find = _scanned if stop - start <= SCAN_STRETCH else _indexed
+        places |= find(candidates, timed, plain, start, stop)
     found = []
-    for first_place, second_place in sorted(pairs):  # the order a scan of the timeline finds them in
+    for first_place, second_place in sorted(places):  # the order a scan of the timeline finds them in
         a, b = candidates[timed[first_place][1]], candidates[timed[second_place][1]]
-        if related(a, b):
-            only_a, only_b = a.fact.key - b.fact.key, b.fact.key - a.fact.key
+        only_a, only_b = a.fact.key - b.fact.key, b.fact.key - a.fact.key
+        if a.type == b.type and len(only_a) == len(only_b) == 1 and NOT not in only_a | only_b and related(a, b):
             first, second = sorted((a.id, b.id))
             found.append(Contradiction(first, second, 0.5, f"recorded at the same time, stating "
                                        f"{next(iter(only_a))} and {next(iter(only_b))} for the same thing"))
     return found
+
+
+def _stretches(times: list[float]) -> list[tuple[int, int]]:
+    """[start, stop) of each stretch of a sorted timeline whose neighbours are within ORDER_TOLERANCE_SECONDS."""
+    cuts = np.flatnonzero(np.diff(np.asarray(times, dtype=float)) > ORDER_TOLERANCE_SECONDS) + 1
+    bounds = [0, *cuts.tolist(), len(times)]
+    return [(start, stop) for start, stop in zip(bounds, bounds[1:]) if stop - start > 1]
+
+
+def _scanned(candidates, timed, plain, start: int, stop: int) -> set[tuple[int, int]]:
+    """Pairs of places (in time order) of plain statements within the tolerance, each two compared."""
+    places = set()
+    for first in range(start, stop):
+        if not plain[first]:
+            continue
+        when, i = timed[first]
+        for second in range(first + 1, stop):
+            if timed[second][0] - when > ORDER_TOLERANCE_SECONDS:
+                break
+            if plain[second] and len(candidates[i].fact.key ^ candidates[timed[second][1]].fact.key) == 2:
+                places.add((first, second))
+    return places
+
+
+def _indexed(candidates, timed, plain, start: int, stop: int) -> set[tuple[int, int]]:
+    """The pairs _scanned finds (and a few a hash collision adds, checked after), through the index of keys
+    without one term."""
+    filed: dict[tuple[str, int], list[tuple[float, int, str]]] = defaultdict(list)
+    for place in range(start, stop):
+        if plain[place]:
+            when, i = timed[place]
+            key = candidates[i].fact.key
+            whole = _key_hash(key)
+            for term in key - {NOT}:
+                filed[(candidates[i].type, whole ^ hash(term))].append((when, place, term))
+    places = set()
+    for entries in filed.values():
+        for k, (when, place, term) in enumerate(entries):  # in time order
+            for later in range(k + 1, len(entries)):
+                if entries[later][0] - when > ORDER_TOLERANCE_SECONDS:
+                    break
+                if entries[later][2] != term:
+                    places.add((place, entries[later][1]))
+    return places
+
+
+def _key_hash(key: frozenset[str]) -> int:
+    """An order-free hash of a key's terms; with one term's hash xored out, that of the key without it."""
+    combined = 0
+    for term in key:
+        combined ^= hash(term)
+    return combined
 
 
 def _reason(change: Change, extra: int) -> str:

@@ -535,10 +535,10 @@ def change_generated(services, rng, count: int) -> None:
         services.memories.restore(duplicate)
 
 
-def test_with_the_similarity_graph_kept_an_incremental_run_matches_a_full_pass(tmp_path):
-    """The incremental dedup takes its pairs from the graph a full pass built before the changes, brought up to
-    date (not from an exact search), and still ends where a full pass does."""
-    data = generated_dataset(2000, 6)
+def generated_copies(tmp_path, seed: int, change: bool):
+    """The benchmark's generated store, loaded and consolidated by a full pass, then changed (if `change`), in
+    two copies opened by two processes' services: (incremental, full, MetaPatterns before)."""
+    data = generated_dataset(2000, seed)
     settings = make_settings(tmp_path / "one", vector_size=384)
     services = build_services(settings, clock=Clock())
     try:
@@ -546,11 +546,19 @@ def test_with_the_similarity_graph_kept_an_incremental_run_matches_a_full_pass(t
         services.stores.graph.upsert_memories(data.memories)
         consolidate(services)
         before = patterns(services)
+        if change:
+            change_generated(services, np.random.default_rng(seed), 20)
     finally:
         services.close()
     shutil.copytree(tmp_path / "one", tmp_path / "two")
-    incremental = build_services(settings, clock=Clock())
-    full = build_services(settings.model_copy(update={"data_dir": tmp_path / "two"}), clock=Clock())
+    return (build_services(settings, clock=Clock()),
+            build_services(settings.model_copy(update={"data_dir": tmp_path / "two"}), clock=Clock()), before)
+
+
+def test_with_the_similarity_graph_kept_an_incremental_run_matches_a_full_pass(tmp_path):
+    """The incremental dedup takes its pairs from the graph a full pass built before the changes, brought up to
+    date (not from an exact search), and still ends where a full pass does."""
+    incremental, full, before = generated_copies(tmp_path, 6, change=False)
     try:
         for services in (incremental, full):  # each builds its graph over the state before the changes
             assert services.engine.run(["dedup"], dry_run=True, full=True)["success"]
@@ -567,20 +575,7 @@ def test_with_the_similarity_graph_kept_an_incremental_run_matches_a_full_pass(t
 
 @pytest.mark.parametrize("seed", [5])
 def test_on_a_generated_store_an_incremental_run_matches_a_full_pass(tmp_path, seed):
-    data = generated_dataset(2000, seed)
-    settings = make_settings(tmp_path / "one", vector_size=384)
-    services = build_services(settings, clock=Clock())
-    try:
-        services.stores.vectors.upsert([VectorPoint(m["id"], v, {}) for m, v in zip(data.memories, data.vectors)])
-        services.stores.graph.upsert_memories(data.memories)
-        consolidate(services)
-        before = patterns(services)
-        change_generated(services, np.random.default_rng(seed), 20)
-    finally:
-        services.close()
-    shutil.copytree(tmp_path / "one", tmp_path / "two")
-    incremental = build_services(settings, clock=Clock())
-    full = build_services(settings.model_copy(update={"data_dir": tmp_path / "two"}), clock=Clock())
+    incremental, full, before = generated_copies(tmp_path, seed, change=True)
     try:
         fast, slow = consolidate(incremental), consolidate(full, full=True)
         assert fast["dedup"]["pass"] == fast["cluster"]["pass"] == "incremental"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
+from unittest.mock import patch
 from datetime import timedelta
 
 import numpy as np
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
+from consolidation import hygiene
 from consolidation.clusters import cluster_region, region_clusters, touched
 from consolidation.facts import read_fact
 from consolidation.hygiene import ORDER_TOLERANCE_SECONDS, Candidate, match_change, may_change, may_state_together, \
@@ -210,13 +212,17 @@ SAME_MOMENT_TEXTS = ["The office closes at 2 pm", "The office closes at 3 pm", "
                 min_size=2, max_size=14),
        st.integers(0, 2**16))
 def test_simultaneous_conflicts_found_through_the_key_index_are_those_of_every_pair(rows, unrelated_seed):
-    """The index of keys without one term finds exactly the pairs, in the order, a scan of every pair finds."""
+    """Scanned or through the index of keys without one term, the rule finds exactly the pairs, in the order,
+    a comparison of every pair finds."""
     candidates = [replace(candidate(text), id=f"m{k}", type=kind, created=when, scope=scope)
                   for k, (text, when, kind, scope) in enumerate(rows)]
 
     def related(a, b):  # some pairs unrelated, the same way for both
         return hash((a.id, b.id, unrelated_seed)) % 5 != 0
 
-    found = [(c.a, c.b, *c.reason.split("stating ")[1].split(" for the")[0].split(" and "))
-             for c in simultaneous_conflicts(candidates, related)]
-    assert found == _conflicts_by_every_pair(candidates, related)
+    expected = _conflicts_by_every_pair(candidates, related)
+    for stretch in (1, 1000):  # every stretch through the index, then every one scanned pair by pair
+        with patch.object(hygiene, "SCAN_STRETCH", stretch):
+            found = [(c.a, c.b, *c.reason.split("stating ")[1].split(" for the")[0].split(" and "))
+                     for c in simultaneous_conflicts(candidates, related)]
+        assert found == expected

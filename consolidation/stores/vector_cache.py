@@ -134,8 +134,9 @@ class VectorCache:
         rows may still be alive (each live view holds a reference to the matrix it shows)."""
         touches_lent = highest_row < self._lent_rows or (reusing and self._lent_rows > 0)
         if touches_lent and sys.getrefcount(self._matrix) > 2:  # this attribute and the call's argument
-            self._matrix = self._matrix.copy()
-            self._lent_rows = 0
+            copy = np.empty_like(self._matrix)  # the spare rows stay untouched, so they take no memory
+            copy[: len(self._ids)] = self._matrix[: len(self._ids)]
+            self._matrix, self._lent_rows = copy, 0
         elif sys.getrefcount(self._matrix) <= 2:
             self._lent_rows = 0
 
