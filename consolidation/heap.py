@@ -1,5 +1,5 @@
 """The process heap around a task: no cycle collection while it builds its objects, and the memory it freed
-given back to the operating system after; and no huge-page hints for large arrays."""
+given back to the operating system after."""
 
 from __future__ import annotations
 
@@ -8,8 +8,6 @@ import ctypes.util
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-
-import numpy as np
 
 
 def _libc_trim():
@@ -46,12 +44,3 @@ def collection_paused() -> Iterator[None]:
         if paused:
             gc.enable()
 
-
-def without_huge_page_hints() -> None:
-    """Stop numpy asking the kernel for huge pages on each large array. Where the kernel compacts memory to find
-    them (transparent huge pages with defrag on madvise, as on this project's machine), the first touch of a
-    1.5 GB array (a million vectors) took from 0.6 s up to 3.6 s, worse as the process's memory fragments; without
-    the hint it takes about 0.5 s every time. Process-wide; numpy 2 names the switch in numpy._core."""
-    switch = getattr(getattr(getattr(np, "_core", None), "multiarray", None), "_set_madvise_hugepage", None)
-    if switch is not None:
-        switch(False)

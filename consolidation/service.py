@@ -12,7 +12,6 @@ from .embedding import Embedder, HashingEmbedder
 from .engine import ConsolidationEngine
 from .errors import GraphRequired, StoreMismatch, UnknownGraph
 from .graphs import GraphSelection
-from .heap import without_huge_page_hints
 from .ingest import MemoryService
 from .scheduler import ConsolidationScheduler
 from .settings import Settings
@@ -175,7 +174,6 @@ class Services:
 
 def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
                    embedder: Embedder | None = None) -> Services:
-    without_huge_page_hints()
     embedder = embedder or HashingEmbedder(settings.vector_size)
     summarizer = summarizer_for(settings)
 

@@ -183,15 +183,3 @@ def test_a_union_adds_the_others_pairs_once_and_a_sample_is_the_lowest_pairs_in_
     assert sample.similarities.tolist() == pytest.approx([0.99, 0.8, 0.8])
     assert union.first(50, n).rows.size == 7
 
-
-def test_the_service_process_asks_numpy_for_no_huge_pages(tmp_path):
-    """Huge-page hints made first touches of large arrays stall on this kind of kernel (consolidation.heap)."""
-    from consolidation.service import build_services
-    from tests.conftest import make_settings
-
-    np._core.multiarray._set_madvise_hugepage(True)
-    services = build_services(make_settings(tmp_path / "d"))
-    try:
-        assert np._core.multiarray._get_madvise_hugepage() is False
-    finally:
-        services.close()
