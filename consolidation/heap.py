@@ -43,4 +43,3 @@ def collection_paused() -> Iterator[None]:
     finally:
         if paused:
             gc.enable()
-

@@ -62,13 +62,13 @@ class NeighbourGraph:
                     self._built = self._update(built, ids, old, unit, prints, scope_keys, changed, progress)
             return _subset(self._built, ids, threshold)
 
-    def kept_at(self, threshold: float) -> bool:
-        """Whether a graph is kept that can give pairs at `threshold`: a task then searches only the vectors
-        that changed since (or, past the rebuild share, builds it again: still cheaper than searching that many
-        exactly)."""
+    def kept_size(self, threshold: float) -> int:
+        """How many memories the kept graph covers, if it can give pairs at `threshold` (else 0): a task then
+        searches only the vectors that changed since (or, past the rebuild share, builds it again: still
+        cheaper than searching that many exactly)."""
         with self._lock:
             built = self._built
-        return built is not None and threshold >= built.threshold
+        return len(built.position) if built is not None and threshold >= built.threshold else 0
 
     def _build(self, ids, unit, prints, scope_keys, progress, threshold: float) -> _Built:
         settings = self.settings

@@ -24,8 +24,9 @@ from ..similarity import normalized
 
 GROWTH = 1.5
 REORDER_CHUNK = 65536
-# A request for at least this share of the rows that a slice cannot show (another order, or rows between them
-# left out: archived memories keep their vectors) reorders the rows to it; a smaller one is copied.
+# A request for at least this share of the rows is handed a view, the rows reordered first when a slice cannot
+# show them (another order, or rows between them left out: archived memories keep their vectors); a smaller
+# request is copied.
 REORDER_SHARE = 0.5
 
 
@@ -63,14 +64,15 @@ class VectorCache:
                 self._free.append(row)
 
     def get(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
-        """The cached ids among `ids`, in that order, and their vectors (read-only: a view when the rows
-        asked for are stored in that order, a copy when they are few and not)."""
+        """The cached ids among `ids`, in that order, and their vectors (read-only: a view when they are most
+        of the rows, stored in that order once reordered if need be; a copy when they are few)."""
         found = [memory_id for memory_id in ids if memory_id in self._row_of]
         rows = np.fromiter((self._row_of[memory_id] for memory_id in found), dtype=np.int64, count=len(found))
-        if rows.size and rows.size >= REORDER_SHARE * len(self._row_of) and not _consecutive(rows) \
-                and self._reorder(rows):
+        # A few rows are copied: cheap, and a view of them would make the next write copy the whole matrix.
+        large = rows.size > 0 and rows.size >= REORDER_SHARE * len(self._row_of)
+        if large and not _consecutive(rows) and self._reorder(rows):
             rows = np.arange(rows.size)
-        if _consecutive(rows):
+        if large and _consecutive(rows):
             vectors = self._matrix[rows[0]:rows[-1] + 1]
             self._lent_rows = max(self._lent_rows, int(rows[-1]) + 1)
         else:

@@ -34,10 +34,10 @@ KEPT_GRAPH = "the similarity graph is kept: a full pass searches only what chang
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
-    listing = ctx.graph.cluster_listing(cluster.MIN_RELEVANCE)
-    if len(listing.ids) > settings.consolidation_cluster_exact_limit and \
-            ctx.neighbours.kept_at(settings.consolidation_cluster_similarity):
+    # Decided before any read: the full pass reads what it needs itself.
+    if ctx.neighbours.kept_size(settings.consolidation_cluster_similarity) > settings.consolidation_cluster_exact_limit:
         return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": KEPT_GRAPH}
+    listing = ctx.graph.cluster_listing(cluster.MIN_RELEVANCE)
     ids, matrix = ctx.vectors.vectors(listing.ids)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)

@@ -157,7 +157,7 @@ class Region:
         ids, matrix = ctx.vectors.vectors(listing.ids)
         region = cls(ctx, listing, ids, normalized(matrix))
         threshold = ctx.settings.consolidation_dedup_similarity
-        if ctx.neighbours.kept_at(threshold) and region.exact_comparisons() > GRAPH_OVER_EXACT * len(ids):
+        if ctx.neighbours.kept_size(threshold) and region.exact_comparisons() > GRAPH_OVER_EXACT * len(ids):
             # The full pass's graph, brought up to date by searching only the changed vectors: cheaper than an
             # exact search of each change against its kind once that compares enough pairs, and the pairs a full
             # pass would judge.
@@ -210,20 +210,21 @@ class Region:
         if self.graph is None:
             return pairs_against(vectors, self.unit, threshold, kinds, self.partition)
         outside = np.flatnonzero(origins < 0)
-        parts = [self._graph_hits(origins, threshold)]
+        parts = [self._graph_hits(origins)]
         if outside.size:
             found = pairs_against(vectors[outside], self.unit, threshold, kinds[outside], self.partition)
             parts.append(Pairs(outside[found.rows].astype(INDEX), found.cols, found.similarities))
         return Pairs.joined(parts)
 
-    def _graph_hits(self, origins: np.ndarray, threshold: float) -> Pairs:
-        """The kept graph's pairs touching the queries that are memories here, as (query number, other)."""
+    def _graph_hits(self, origins: np.ndarray) -> Pairs:
+        """The kept graph's pairs (read at the search's threshold) touching the queries that are memories here,
+        as (query number, other)."""
         number_at = np.full(len(self.ids), -1, dtype=np.int64)
         inside = np.flatnonzero(origins >= 0)
         number_at[origins[inside]] = inside
         graph, parts = self.graph, []
         for mine, theirs in ((graph.rows, graph.cols), (graph.cols, graph.rows)):
-            hit = np.flatnonzero((number_at[mine] >= 0) & (graph.similarities >= threshold))
+            hit = np.flatnonzero(number_at[mine] >= 0)
             parts.append(Pairs(number_at[mine[hit]].astype(INDEX), theirs[hit], graph.similarities[hit]))
         return Pairs.joined(parts)
 
