@@ -194,10 +194,13 @@ def full_run(services, settings) -> dict:
     worker.join()
     seconds = time.monotonic() - started
     peak = _peak_memory_mb()
-    progress(f"full run: {seconds:.2f} s, peak RSS {peak:.0f} MB (before: {baseline:.0f} MB), "
+    record = services.engine.get_run(run.id) or {}
+    tasks = {task: report.get("seconds") for task, report in (record.get("result") or {}).items()}
+    progress(f"full run: {seconds:.2f} s ({tasks}), peak RSS {peak:.0f} MB (before: {baseline:.0f} MB), "
              f"{len(latencies)} status requests")
     ms = np.array(latencies) * 1000 if latencies else np.zeros(1)
-    return {"full_run_seconds": round(seconds, 2), "peak_rss_mb": round(peak), "rss_before_mb": round(baseline),
+    return {"full_run_seconds": round(seconds, 2), "full_run_tasks": tasks, "peak_rss_mb": round(peak),
+            "rss_before_mb": round(baseline),
             "graph_server_rss_mb":
             _graph_server_rss_mb(services), "status_requests": len(latencies),
             "status_p50_ms": round(float(np.percentile(ms, 50)), 1), "status_p99_ms":

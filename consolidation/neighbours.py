@@ -11,7 +11,7 @@ import numpy as np
 
 from .scopes import scope_codes
 from .settings import Settings
-from .similarity import INDEX, Cells, Pairs, Partition, pairs_against, pairs_of_changed, \
+from .similarity import INDEX, UNION_CHUNK, Cells, Pairs, Partition, pairs_against, pairs_of_changed, \
     similar_pairs_and_cells, similar_pairs_within
 
 # Changed vectors are re-searched while, since the graph was last built whole, they are at most this share of
@@ -95,12 +95,6 @@ class NeighbourGraph:
             return self._build(ids, unit, prints, scope_keys, progress, built.threshold)
         unchanged = np.ones(len(ids), dtype=bool)
         unchanged[changed] = False
-        renumber = np.full(len(built.position), -1, dtype=np.int64)
-        renumber[old[unchanged]] = np.flatnonzero(unchanged)
-        rows, cols = renumber[built.pairs.rows], renumber[built.pairs.cols]
-        keep = (rows >= 0) & (cols >= 0)
-        rows, cols = rows[keep].astype(INDEX), cols[keep].astype(INDEX)
-        kept = Pairs(np.minimum(rows, cols), np.maximum(rows, cols), built.pairs.similarities[keep])
         cells = built.cells
         if cells is not None:
             nearest = np.zeros((len(ids), cells.nearest.shape[1]), dtype=INDEX)
@@ -108,8 +102,10 @@ class NeighbourGraph:
             found, cells = pairs_of_changed(unit, changed, cells._replace(nearest=nearest), built.threshold)
         else:
             found = _exact_pairs_of_changed(unit, changed, codes, built.threshold)
+        renumber = np.full(len(built.position), -1, dtype=INDEX)
+        renumber[old[unchanged]] = np.flatnonzero(unchanged)
         position = {memory_id: i for i, memory_id in enumerate(ids)}
-        return _Built(built.threshold, position, prints, Pairs.joined([kept, found]), cells,
+        return _Built(built.threshold, position, prints, _renumbered(built.pairs, renumber, then=found), cells,
                       built.changed_since_built + changed.size)
 
     def _must_rebuild(self, built: _Built, changed: int, memories: int, codes: np.ndarray | None) -> bool:
@@ -169,10 +165,46 @@ def _one_scope(codes: np.ndarray | None) -> bool:
 
 def _subset(built: _Built, ids: Sequence[str], threshold: float) -> Pairs:
     """The built pairs among `ids` above `threshold`, renumbered to positions in `ids`."""
-    renumber = np.full(len(built.position), -1, dtype=INDEX)
     stored = np.fromiter((built.position[i] for i in ids), dtype=np.int64, count=len(ids))
+    if threshold <= built.threshold and stored.size == len(built.position) and \
+            np.array_equal(stored, np.arange(stored.size)):
+        return Pairs(*(_read_only(column) for column in built.pairs))  # what was built, as it was built
+    renumber = np.full(len(built.position), -1, dtype=INDEX)
     renumber[stored] = np.arange(len(ids), dtype=INDEX)
-    rows, cols = renumber[built.pairs.rows], renumber[built.pairs.cols]
-    keep = (rows >= 0) & (cols >= 0) & (built.pairs.similarities >= threshold)
-    rows, cols = rows[keep], cols[keep]
-    return Pairs(np.minimum(rows, cols), np.maximum(rows, cols), built.pairs.similarities[keep])
+    return _renumbered(built.pairs, renumber, threshold if threshold > built.threshold else None)
+
+
+def _renumbered(pairs: Pairs, renumber: np.ndarray, threshold: float | None = None,
+                then: Pairs | None = None) -> Pairs:
+    """The pairs both of whose ends `renumber` maps (to >= 0), renumbered and as i < j, at or above `threshold`
+    if one is given, followed by `then`. A chunk at a time into arrays sized for all: at a million memories a
+    graph holds over 20M pairs, and whole-array steps took a gigabyte of temporaries. (The part of those arrays
+    left unfilled is never touched, so it takes no memory.)"""
+    extra = then.rows.size if then is not None else 0
+    size = pairs.rows.size + extra
+    rows, cols = np.empty(size, INDEX), np.empty(size, INDEX)
+    similarities = np.empty(size, pairs.similarities.dtype)
+    count = 0
+    for start in range(0, pairs.rows.size, UNION_CHUNK):
+        part = slice(start, start + UNION_CHUNK)
+        first, second = renumber[pairs.rows[part]], renumber[pairs.cols[part]]
+        keep = (first >= 0) & (second >= 0)
+        if threshold is not None:
+            keep &= pairs.similarities[part] >= threshold
+        first, second = first[keep], second[keep]
+        end = count + first.size
+        np.minimum(first, second, out=rows[count:end])
+        np.maximum(first, second, out=cols[count:end])
+        similarities[count:end] = pairs.similarities[part][keep]
+        count = end
+    if extra:
+        rows[count:count + extra], cols[count:count + extra] = then.rows, then.cols
+        similarities[count:count + extra] = then.similarities
+        count += extra
+    return Pairs(rows[:count], cols[:count], similarities[:count])
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = array.view()
+    view.flags.writeable = False
+    return view

@@ -1,5 +1,7 @@
 """The embedded store's in-memory copy of the vectors: views instead of copies, and what a task holds never changes."""
 
+import weakref
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -80,6 +82,20 @@ def test_most_rows_with_some_left_out_between_them_are_reordered_into_a_slice():
     kept = [k for k in range(100) if k % 10 != 3]
     assert np.array_equal(first, vectors[kept]) and np.shares_memory(second, cache._matrix)
     assert np.array_equal(cache.get(ids)[1], vectors)
+
+
+@pytest.mark.parametrize("chunk", [7, 65536])
+def test_with_no_view_alive_a_reorder_moves_the_rows_within_the_matrix(monkeypatch, chunk):
+    """Rows moving down past others, gaps left by archived ones, and chunk edges between a row and its place."""
+    monkeypatch.setattr("consolidation.stores.vector_cache.REORDER_CHUNK", chunk)
+    cache, ids, vectors = _filled(100)
+    matrix = weakref.ref(cache._matrix)  # a reference of its own would count as a view alive
+    order = [k for k in np.random.default_rng(2).permutation(100).tolist() if k % 9 != 4]
+    found, first = cache.get([ids[k] for k in order])
+    assert found == [ids[k] for k in order] and np.array_equal(first, vectors[order])
+    assert first.base is matrix()  # the same matrix: no second copy was made
+    del first
+    assert np.array_equal(cache.get(ids)[1], vectors)  # the rows left out are still there
 
 
 @hyp_settings(max_examples=60, deadline=None)

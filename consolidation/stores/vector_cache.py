@@ -113,23 +113,45 @@ class VectorCache:
         return cache
 
     def _reorder(self, rows: np.ndarray) -> bool:
-        """Store `rows` first, in that order, then the other live rows (free rows dropped): into a new matrix,
-        so that views of the old one stay as they were. False (nothing done) if a row is asked for twice."""
+        """Store `rows` first, in that order, then the other live rows (free rows dropped). False (nothing done)
+        if a row is asked for twice."""
         asked = np.zeros(len(self._ids), dtype=bool)
         asked[rows] = True
         if int(asked.sum()) != rows.size:
             return False
         others = np.fromiter((row for row in self._row_of.values() if not asked[row]), dtype=np.int64)
         order = np.concatenate([rows, others])
-        # Rows past the live ones are written before they are ever read (put), so they need no zeroing.
-        matrix = np.empty((max(64, int(order.size * (GROWTH + 1) / 2)), self.vector_size), dtype=np.float32)
-        for start in range(0, order.size, REORDER_CHUNK):  # a chunk at a time: no second full-size temporary
-            part = order[start:start + REORDER_CHUNK]
-            matrix[start:start + part.size] = self._matrix[part]
+        if sys.getrefcount(self._matrix) <= 2:  # this attribute and the call's argument: no view is alive
+            self._permute_in_place(rows, others)
+        else:  # into a new matrix, so that the views of the old one stay as they were
+            matrix = np.empty((max(64, int(order.size * (GROWTH + 1) / 2)), self.vector_size), dtype=np.float32)
+            for start in range(0, order.size, REORDER_CHUNK):  # a chunk at a time: no second full-size temporary
+                part = order[start:start + REORDER_CHUNK]
+                matrix[start:start + part.size] = self._matrix[part]
+            self._matrix = matrix
         self._ids = [self._ids[row] for row in order.tolist()]
         self._row_of = {memory_id: row for row, memory_id in enumerate(self._ids)}
-        self._matrix, self._free, self._lent_rows = matrix, [], 0
+        self._free, self._lent_rows = [], 0
         return True
+
+    def _permute_in_place(self, rows: np.ndarray, others: np.ndarray) -> None:
+        """Move `rows` to the top, in that order, and `others` after them, in the matrix itself: a second matrix
+        would double 1.5 GB at a million memories. Row k is written once the rows before it are; so only the
+        rows wanted below where they are now (and the others) are put aside first. A request in the stored
+        order with gaps (archived memories left out) puts aside none of the rows."""
+        targets = np.arange(rows.size)
+        early = rows < targets
+        aside = self._matrix[rows[early]]
+        slot = np.full(len(self._ids), -1, dtype=np.int64)
+        slot[rows[early]] = np.arange(int(early.sum()))
+        kept_apart = self._matrix[others]
+        for start in range(0, rows.size, REORDER_CHUNK):
+            part = rows[start:start + REORDER_CHUNK]
+            block = self._matrix[part]  # the rows not put aside sit at or past `start`: not yet written over
+            saved = slot[part]
+            block[saved >= 0] = aside[saved[saved >= 0]]
+            self._matrix[start:start + part.size] = block
+        self._matrix[rows.size:rows.size + others.size] = kept_apart
 
     def _unshare(self, highest_row: int, reusing: bool) -> None:
         """Before writing rows up to `highest_row` (or reusing freed ones): copy the matrix if a view of those

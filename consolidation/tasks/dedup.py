@@ -24,6 +24,9 @@ from .context import TaskContext, capped
 RELATED_SIMILARITY = 0.3
 # An incremental pass relies on the terms stored by earlier runs: a new version of them needs a full pass.
 INCREMENTAL_VERSION = TERMS_VERSION
+# Shared by every memory with no distinct_from: an empty frozenset is not a singleton, and a million of them
+# took 216 MB.
+NONE_APART: frozenset[str] = frozenset()
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
@@ -35,27 +38,33 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     # Work in FalkorDB or numpy / faiss (which release the GIL) overlaps the Python: the neighbour graph with
     # reading every text, then storing the fact terms and writing the merges with the rules that follow them.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-background") as background:
-        position = {memory_id: index for index, memory_id in enumerate(inputs.ids)}
-        scopes = [inputs.scopes[position[memory_id]] for memory_id in ids]
+        at = input_positions(inputs, ids)
         graph = background.submit(ctx.neighbours.pairs, ids, unit, ctx.settings.consolidation_dedup_similarity,
-                                  ctx.progress, scopes)
-        candidates = candidates_of(inputs, ids, position)
+                                  ctx.progress, [inputs.scopes[i] for i in at])
+        candidates = candidates_of(inputs, at)
         facts = fact_ids(candidates)
+        # The graph's own pairs are let go once joined: at a million memories each copy is a quarter gigabyte.
         pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
+        del graph
         writes = [] if dry_run else [background.submit(
-            store_terms, ctx, candidates, dict(zip(inputs.ids, inputs.changes)), dict(zip(inputs.ids, inputs.stamps)))]
+            store_terms, ctx, candidates, inputs.changes[at], [inputs.stamps[i] for i in at])]
+        del inputs, at
         merges, kept_apart = find_merges(ctx, candidates, pairs, facts, unit)
+        similar, apart_total = len(pairs.rows), len(kept_apart.rows)
+        # Only the report's sample of these is shown: at a million memories each list of pairs is 250 MB.
+        kept_apart = kept_apart.first(ctx.settings.consolidation_report_limit, len(candidates))
+        del pairs
         if not dry_run:
             writes.append(background.submit(write_merges, ctx, merges))
-        supersessions, contradictions = changes_after_merges(candidates, merges, unit, ids)
+        supersessions, contradictions = changes_after_merges(candidates, merges, unit)
         for written in writes:
             written.result()  # raises what the write raised; the merges are in before links are read
         supersessions, contradictions = new_links(ctx, supersessions, contradictions)
         if not dry_run:
             write_links(ctx, supersessions, contradictions, {c.id: c.created for c in candidates})
     ctx.progress(len(ids), len(ids))
-    return report_of(ctx, len(ids), len(pairs.rows), merges, supersessions, contradictions, kept_apart, candidates,
-                   len(completed))
+    return report_of(ctx, len(ids), similar, merges, supersessions, contradictions, (kept_apart, apart_total),
+                     candidates, len(completed))
 
 
 def find_merges(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, facts: np.ndarray,
@@ -65,12 +74,12 @@ def find_merges(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, fac
                             connections=ctx.hygiene.connections)
 
 
-def changes_after_merges(candidates: list[Candidate], merges: list[Merge], unit: np.ndarray,
-                         ids: list[str]) -> tuple[list[Supersession], list[Contradiction]]:
+def changes_after_merges(candidates: list[Candidate], merges: list[Merge],
+                         unit: np.ndarray) -> tuple[list[Supersession], list[Contradiction]]:
     """Supersessions and contradictions among what the merges leave (pure: links an earlier run made are still
-    among them, see new_links)."""
+    among them, see new_links). Row i of `unit` is the vector of candidates[i]."""
     active = after_merges(candidates, merges)
-    row = {memory_id: index for index, memory_id in enumerate(ids)}
+    row = {c.id: index for index, c in enumerate(candidates)}
 
     def related(a: Candidate, b: Candidate) -> bool:
         return float(unit[row[a.id]] @ unit[row[b.id]]) >= RELATED_SIMILARITY
@@ -79,14 +88,14 @@ def changes_after_merges(candidates: list[Candidate], merges: list[Merge], unit:
     return supersessions, contradictions + simultaneous_conflicts(active, related)
 
 
-def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: dict[str, float],
-                stamps: dict[str, str | None]) -> int:
+def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: np.ndarray,
+                stamps: list[str | None]) -> int:
     """Store the fact terms of each memory whose stored ones were read from another text (or none yet), so an
-    incremental run finds it by term (hygiene.stored_terms). Returns how many were stored."""
+    incremental run finds it by term (hygiene.stored_terms). `changes` and `stamps` are the candidates' change
+    numbers (NaN: unmarked) and the stamps of their stored terms. Returns how many were stored."""
     rows = []
-    for candidate in candidates:
-        change = changes.get(candidate.id, math.nan)
-        if math.isnan(change) or stamps.get(candidate.id) == terms_stamp(change):
+    for candidate, change, stamp in zip(candidates, changes.tolist(), stamps):
+        if math.isnan(change) or stamp == terms_stamp(change):
             continue  # unmarked memories are marked by the next run, and stored then
         terms, anchors, least = stored_terms(candidate)
         rows.append({"id": candidate.id, "change": int(change), "terms": terms, "anchors": anchors or None,
@@ -95,15 +104,22 @@ def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: dict[str
     return len(rows)
 
 
-def candidates_of(inputs: HygieneInputs, with_vectors: list[str], position: dict[str, int]) -> list[Candidate]:
-    """The memories that have a vector, in the vector order, read as facts (`position`: index in the inputs)."""
-    created = epoch_seconds(inputs.timestamps)
+def input_positions(inputs: HygieneInputs, ids: list[str]) -> np.ndarray:
+    """Where each of `ids` (the memories with a vector, in the vector order) is among the inputs."""
+    position = {memory_id: index for index, memory_id in enumerate(inputs.ids)}
+    return np.fromiter((position[memory_id] for memory_id in ids), dtype=np.int64, count=len(ids))
+
+
+def candidates_of(inputs: HygieneInputs, at: np.ndarray) -> list[Candidate]:
+    """The inputs at these positions, read as facts."""
+    created = epoch_seconds(inputs.timestamps).tolist()
     candidates = []
-    for memory_id in with_vectors:
-        i = position[memory_id]
+    for i in at.tolist():
+        memory_id = inputs.ids[i]
+        apart = inputs.distinct_from.get(memory_id)
         candidates.append(Candidate(
-            memory_id, inputs.types[i], read_fact(inputs.contents[i]), float(created[i]), inputs.connections[i],
-            inputs.access_counts[i], inputs.protected[i], frozenset(inputs.distinct_from.get(memory_id, ())),
+            memory_id, inputs.types[i], read_fact(inputs.contents[i]), created[i], inputs.connections[i],
+            inputs.access_counts[i], inputs.protected[i], frozenset(apart) if apart else NONE_APART,
             inputs.superseded[i], inputs.contents[i], tuple(inputs.merged_texts.get(memory_id, ())),
             inputs.scopes[i],
         ))
@@ -158,9 +174,12 @@ def _sortable(epoch: float) -> float:
     return -math.inf if math.isnan(epoch) else epoch
 
 
-def report_of(ctx, processed, similar, merges, supersessions, contradictions, kept_apart, candidates,
-              completed) -> dict[str, Any]:
+def report_of(ctx, processed, similar, merges, supersessions, contradictions, kept_apart: tuple[Pairs, int],
+              candidates, completed) -> dict[str, Any]:
+    """The task's report; `kept_apart`: the look-alike pairs (or a sample holding the report's first ones) and
+    how many there are."""
     limit = ctx.settings.consolidation_report_limit
+    apart, apart_total = kept_apart
     return {
         "memories_processed": processed,
         "similar_pairs": similar,
@@ -172,8 +191,8 @@ def report_of(ctx, processed, similar, merges, supersessions, contradictions, ke
         **capped("contradictions", [{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
                                     for c in contradictions], limit),
         "kept_apart": [_apart(candidates, int(a), int(b), float(similarity)) for a, b, similarity in
-                       zip(*kept_apart.first(limit, len(candidates)))],
-        "kept_apart_total": int(kept_apart.rows.size),
+                       zip(*apart.first(limit, len(candidates)))],
+        "kept_apart_total": int(apart_total),
         "interrupted_merges_completed": completed,
     }
 

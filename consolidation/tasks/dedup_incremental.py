@@ -91,10 +91,11 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         return {**dedup.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
     if not dry_run:
         dedup.write(ctx, v.merges, v.supersessions, v.contradictions, {c.id: c.created for c in v.candidates})
-        dedup.store_terms(ctx, v.candidates, region.read_changes, region.stamps)
+        dedup.store_terms(ctx, v.candidates, np.array([region.read_changes[c.id] for c in v.candidates]),
+                          [region.stamps[c.id] for c in v.candidates])
     ctx.progress(len(region.ids), len(region.ids))
     report = dedup.report_of(ctx, len(v.candidates), v.similar_pairs, v.merges, v.supersessions, v.contradictions,
-                             v.kept_apart, v.grouped, len(completed))
+                             (v.kept_apart, len(v.kept_apart.rows)), v.grouped, len(completed))
     return {**report, "memories_changed": region.changed_count, "memories_considered": len(v.candidates),
             "neighbours_from": "the kept similarity graph" if region.graph is not None else "an exact search"}
 
@@ -192,9 +193,9 @@ class Region:
             raise TooMuchChanged(f"the changes reach more than {self.limit} of {len(self.ids)} memories: a full "
                                  "pass costs about the same")
         inputs = self.ctx.hygiene.inputs_of([self.ids[p] for p in wanted])
-        at = {memory_id: i for i, memory_id in enumerate(inputs.ids)}
-        present = [self.ids[p] for p in wanted if self.ids[p] in at]  # archived meanwhile: no longer one
-        for candidate in dedup.candidates_of(inputs, present, at):
+        read = set(inputs.ids)
+        present = [self.ids[p] for p in wanted if self.ids[p] in read]  # archived meanwhile: no longer one
+        for candidate in dedup.candidates_of(inputs, dedup.input_positions(inputs, present)):
             self.loaded[self.position[candidate.id]] = candidate
         self.stamps.update(zip(inputs.ids, inputs.stamps))
         self.read_changes.update(zip(inputs.ids, inputs.changes))
