@@ -552,16 +552,24 @@ def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -
     at 2 pm" / "closes at 3 pm"): a conflict with no order to settle it.
 
     The timeline is cut where two memories are further apart than the tolerance: no pair spans a cut. A short
-    stretch is scanned pair by pair; a crowded one (an import of thousands of memories in one minute) through an
-    index, each statement filed under a hash of its key without each of its terms, so that only statements
-    whose keys match but for one term are compared."""
+    stretch is scanned pair by pair; the crowded ones (an import of thousands of memories in one minute, or a
+    million memories over a few weeks) go through an index, each statement filed under a hash of its type and
+    key without each of its terms, so that only statements whose keys match but for one term are compared."""
     related = _within_scope(related)
-    timed = sorted((c.created, i) for i, c in enumerate(candidates) if not math.isnan(c.created))
-    plain = [candidates[i].fact.change is None for _, i in timed]
+    created = np.fromiter((c.created for c in candidates), dtype=np.float64, count=len(candidates))
+    known = np.flatnonzero(~np.isnan(created))
+    order = known[np.argsort(created[known], kind="stable")]  # by time, then by position
+    times = created[order]
+    timed = list(zip(times.tolist(), order.tolist()))
+    plain = [candidates[i].fact.change is None for i in order.tolist()]
     places: set[tuple[int, int]] = set()
-    for start, stop in _stretches([when for when, _ in timed]):
-        find = _scanned if stop - start <= SCAN_STRETCH else _indexed
-        places |= find(candidates, timed, plain, start, stop)
+    crowded = []
+    for start, stop in _stretches(times):
+        if stop - start <= SCAN_STRETCH:
+            places |= _scanned(candidates, timed, plain, start, stop)
+        else:
+            crowded.extend(range(start, stop))
+    places |= _indexed(candidates, timed, plain, times, crowded)
     found = []
     for first_place, second_place in sorted(places):  # the order a scan of the timeline finds them in
         a, b = candidates[timed[first_place][1]], candidates[timed[second_place][1]]
@@ -573,9 +581,9 @@ def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -
     return found
 
 
-def _stretches(times: list[float]) -> list[tuple[int, int]]:
+def _stretches(times: np.ndarray) -> list[tuple[int, int]]:
     """[start, stop) of each stretch of a sorted timeline whose neighbours are within ORDER_TOLERANCE_SECONDS."""
-    cuts = np.flatnonzero(np.diff(np.asarray(times, dtype=float)) > ORDER_TOLERANCE_SECONDS) + 1
+    cuts = np.flatnonzero(np.diff(times) > ORDER_TOLERANCE_SECONDS) + 1
     bounds = [0, *cuts.tolist(), len(times)]
     return [(start, stop) for start, stop in zip(bounds, bounds[1:]) if stop - start > 1]
 
@@ -595,26 +603,37 @@ def _scanned(candidates, timed, plain, start: int, stop: int) -> set[tuple[int, 
     return places
 
 
-def _indexed(candidates, timed, plain, start: int, stop: int) -> set[tuple[int, int]]:
-    """The pairs _scanned finds (and a few a hash collision adds, checked after), through the index of keys
-    without one term."""
-    filed: dict[tuple[str, int], list[tuple[float, int, str]]] = defaultdict(list)
-    for place in range(start, stop):
+def _indexed(candidates, timed, plain, times: np.ndarray, crowded: list[int]) -> set[tuple[int, int]]:
+    """The pairs _scanned finds among these places (and a few a hash collision adds, checked after), through
+    the index of type and key without one term: entries sorted by that hash, then each compared with the next
+    ones of the same hash while they are within the tolerance (numpy, a step of distance at a time)."""
+    filed, place_of, term_of = [], [], []
+    vocabulary: dict[str, int] = {}
+    for place in crowded:
         if plain[place]:
-            when, i = timed[place]
-            key = candidates[i].fact.key
-            whole = _key_hash(key)
-            for term in key - {NOT}:
-                filed[(candidates[i].type, whole ^ hash(term))].append((when, place, term))
-    places = set()
-    for entries in filed.values():
-        for k, (when, place, term) in enumerate(entries):  # in time order
-            for later in range(k + 1, len(entries)):
-                if entries[later][0] - when > ORDER_TOLERANCE_SECONDS:
-                    break
-                if entries[later][2] != term:
-                    places.add((place, entries[later][1]))
-    return places
+            candidate = candidates[timed[place][1]]
+            whole = _key_hash(candidate.fact.key) ^ hash(candidate.type)
+            for term in candidate.fact.key - {NOT}:
+                filed.append(whole ^ hash(term))
+                place_of.append(place)
+                term_of.append(vocabulary.setdefault(term, len(vocabulary)))
+    if not filed:
+        return set()
+    order = np.lexsort((place_of, filed))  # by hash, then in time order
+    filed, place_of = np.array(filed, dtype=np.int64)[order], np.array(place_of, dtype=np.int64)[order]
+    term_of, when = np.array(term_of, dtype=np.int64)[order], times[place_of]
+    firsts, seconds = [], []
+    active, step = np.arange(filed.size - 1), 1
+    while active.size:
+        later = active + step
+        close = (filed[later] == filed[active]) & (when[later] - when[active] <= ORDER_TOLERANCE_SECONDS)
+        active, later = active[close], later[close]
+        differ = (term_of[later] != term_of[active]) & (place_of[later] != place_of[active])
+        firsts.append(place_of[active[differ]])
+        seconds.append(place_of[later[differ]])
+        step += 1
+        active = active[active + step < filed.size]
+    return set(zip(np.concatenate(firsts).tolist(), np.concatenate(seconds).tolist()))
 
 
 def _key_hash(key: frozenset[str]) -> int:
