@@ -388,6 +388,9 @@ def render(results: list[dict], arguments: str) -> str:
                      + (_target(target) if target and "rerun" not in label else "") + " |")
     lines.append("| full run (all five, real) | " + " | ".join(f"{r['full_run_seconds']:.2f} s" for r in results)
                  + f" | {_growth(sizes, [r['full_run_seconds'] for r in results])} | {_target(TARGETS['full run'])} |")
+    lines.append("| the full run: decay / dedup / creative / cluster / forget | "
+                 + " | ".join(" / ".join(f"{r['full_run_tasks'].get(t, 0):.2f}" for t in TASK_NAMES) + " s"
+                              for r in results) + " | | |")
     scoped = [(r["scoped_full_run_seconds"], r["scoped_full_run_seconds"] / r["full_run_seconds"]) for r in results]
     lines.append("| full run in 1,000 scopes (user_id), real (the second; the first after the split) | "
                  + " | ".join(f"{seconds:.2f} s ({ratio:.2f}×; first {r.get('scoped_first_run_seconds', 0):.2f} s)"

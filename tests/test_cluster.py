@@ -128,3 +128,18 @@ def test_clusters_recover_planted_topics(tmp_path, clock, exact_limit):
         assert score >= 0.95, score
     finally:
         services.close()
+
+
+def test_members_asked_for_by_id_or_read_with_every_memory_get_the_same_details(services, monkeypatch):
+    """Past a share of the graph, member details are read by a scan of every memory instead of id lookups."""
+    graph = services.stores.graph
+    ids = [add_memory(services, vector=axis(i), type="Decision" if i % 2 else "Fact", importance=0.1 * i,
+                      timestamp=days_ago(i), content=f"note {i}") for i in range(8)]
+    asked = ids[:3] + ["no-such-memory"]
+    monkeypatch.setattr("consolidation.stores.graph.SCAN_INSTEAD_SHARE", 1.0)  # by id
+    by_id = graph.memory_details(asked), graph.memory_contents(asked)
+    monkeypatch.setattr("consolidation.stores.graph.SCAN_INSTEAD_SHARE", 0.0)  # every memory read
+    scanned = graph.memory_details(asked), graph.memory_contents(asked)
+    assert by_id == scanned
+    assert set(by_id[0]) == set(ids[:3]) and by_id[1][ids[2]] == "note 2"
+    assert by_id[0][ids[1]]["type"] == "Decision" and by_id[0][ids[1]]["importance"] == pytest.approx(0.1)
