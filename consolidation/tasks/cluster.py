@@ -15,7 +15,7 @@ from ..stores.graph import MetaPatternRecord
 from ..stores.vectors import VectorPoint
 from ..summaries import ClusterMember, type_mix
 from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
-from .context import TaskContext, capped
+from .context import TaskContext, capped, positions_in
 
 MIN_RELEVANCE = CANDIDATE_RELEVANCE
 # Only the most central members' text is read for a summary: enough for its key terms and quotes.
@@ -31,8 +31,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ids, matrix = ctx.vectors.vectors(listed)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
-    row_of = {memory_id: row for row, memory_id in enumerate(listed)}
-    rows_listed = np.fromiter((row_of[i] for i in ids), dtype=np.int64, count=len(ids))
+    rows_listed = positions_in(listed, ids)
     candidate = candidate[rows_listed] if rows_listed.size else np.zeros(0, dtype=bool)
     # Pairs within one scope only, so no cluster (and no MetaPattern) spans two scopes.
     rows, cols, _ = ctx.neighbours.pairs(ids, unit, settings.consolidation_cluster_similarity, ctx.progress,

@@ -25,7 +25,7 @@ from ..passes import changed_after
 from ..scopes import scope_codes
 from ..similarity import BallIndex, Pairs, normalized, similar_pairs_exact
 from . import cluster
-from .context import TaskContext
+from .context import TaskContext, positions_in
 
 SEARCH_SHARE = 0.25
 SEARCH_FLOOR = 2000  # searching fewer memories than this is cheap, whatever share of the store they are
@@ -41,8 +41,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ids, matrix = ctx.vectors.vectors(listing.ids)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
-    row_of = {memory_id: row for row, memory_id in enumerate(listing.ids)}
-    rows = np.array([row_of[i] for i in ids], dtype=np.int64)
+    rows = positions_in(listing.ids, ids)
     scopes = scope_codes([listing.scopes[r] for r in rows])
     changes = listing.changes[rows] if rows.size else np.zeros(0)
     changed = changed_after(changes, ctx.since)

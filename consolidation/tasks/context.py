@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+import numpy as np
 
 from ..lifecycle import Lifecycle
 from ..neighbours import NeighbourGraph
@@ -34,6 +36,13 @@ class TaskContext:
     # An incremental pass: the watermark, whose later changes (and their neighbourhood) the task works on.
     # None: a full pass over every memory.
     since: int | None = None
+
+
+def positions_in(listed: Sequence[str], ids: Sequence[str]) -> np.ndarray:
+    """Where each of `ids` is in `listed` (every one of them is): a listing read from the graph lined up with
+    the vectors read for it, which leave out memories without one."""
+    position = {memory_id: index for index, memory_id in enumerate(listed)}
+    return np.fromiter((position[memory_id] for memory_id in ids), dtype=np.int64, count=len(ids))
 
 
 def capped(name: str, items: list[Any], limit: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from ..memory import MAX_COUNT
 from ..similarity import Pairs, normalized
 from ..stores.hygiene import HygieneInputs, PlannedMerge
 from ..timeutil import epoch_seconds, to_iso
-from .context import TaskContext, capped
+from .context import TaskContext, capped, positions_in
 
 # A change and the statement it changes must be at least this close to be about one thing at all.
 RELATED_SIMILARITY = 0.3
@@ -38,7 +38,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     # Work in FalkorDB or numpy / faiss (which release the GIL) overlaps the Python: the neighbour graph with
     # reading every text, then storing the fact terms and writing the merges with the rules that follow them.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dedup-background") as background:
-        at = input_positions(inputs, ids)
+        at = positions_in(inputs.ids, ids)
         graph = background.submit(ctx.neighbours.pairs, ids, unit, ctx.settings.consolidation_dedup_similarity,
                                   ctx.progress, [inputs.scopes[i] for i in at])
         candidates = candidates_of(inputs, at)
@@ -102,12 +102,6 @@ def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: np.ndarr
                      "least": least, "stamp": terms_stamp(change)})
     ctx.hygiene.write_terms(rows)
     return len(rows)
-
-
-def input_positions(inputs: HygieneInputs, ids: list[str]) -> np.ndarray:
-    """Where each of `ids` (the memories with a vector, in the vector order) is among the inputs."""
-    position = {memory_id: index for index, memory_id in enumerate(inputs.ids)}
-    return np.fromiter((position[memory_id] for memory_id in ids), dtype=np.int64, count=len(ids))
 
 
 def candidates_of(inputs: HygieneInputs, at: np.ndarray) -> list[Candidate]:

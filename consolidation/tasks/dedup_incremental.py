@@ -43,7 +43,7 @@ from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
 from ..stores.hygiene import HygieneListing
 from ..timeutil import epoch_seconds
 from . import dedup
-from .context import TaskContext
+from .context import TaskContext, positions_in
 
 REGION_SHARE = 0.25
 REGION_FLOOR = 2000  # reading fewer memories than this is cheap, whatever share of the store they are
@@ -134,8 +134,7 @@ class Region:
 
     def __init__(self, ctx: TaskContext, listing: HygieneListing, ids: list[str], unit: np.ndarray):
         self.ctx, self.ids, self.unit = ctx, ids, unit
-        row_of = {memory_id: row for row, memory_id in enumerate(listing.ids)}
-        rows = np.array([row_of[i] for i in ids], dtype=np.int64)
+        rows = positions_in(listing.ids, ids)
         self.scope_keys = [listing.scopes[r] for r in rows]
         self.types = [listing.types[r] for r in rows]
         # Only memories of one type and scope can state one fact: the search runs within each such kind.
@@ -195,7 +194,7 @@ class Region:
         inputs = self.ctx.hygiene.inputs_of([self.ids[p] for p in wanted])
         read = set(inputs.ids)
         present = [self.ids[p] for p in wanted if self.ids[p] in read]  # archived meanwhile: no longer one
-        for candidate in dedup.candidates_of(inputs, dedup.input_positions(inputs, present)):
+        for candidate in dedup.candidates_of(inputs, positions_in(inputs.ids, present)):
             self.loaded[self.position[candidate.id]] = candidate
         self.stamps.update(zip(inputs.ids, inputs.stamps))
         self.read_changes.update(zip(inputs.ids, inputs.changes))
