@@ -1,9 +1,11 @@
 """The HTTP API: authentication, the error shape, consolidation runs and status, the ingest routes."""
 
+import sys
 import time
 
 import pytest
 
+from consolidation.api import REQUEST_SWITCH_SECONDS, create_app
 from tests.conftest import TOKEN, add_memory
 
 ADMIN_ROUTES = [("post", "/consolidate"), ("get", "/consolidate/status"), ("post", "/reconcile"),
@@ -130,3 +132,14 @@ def test_an_oversized_body_is_413(tmp_path, clock, client_for):
         assert response.status_code == 413 and response.json["error"] == "body_too_large"
     finally:
         services.close()
+
+
+def test_the_app_lets_a_waiting_request_thread_have_the_gil_sooner(settings, services):
+    """A run's Python holds the GIL; a status request waits for it at each store round trip (bench: p99)."""
+    previous = sys.getswitchinterval()
+    try:
+        create_app(settings, services=services, start_scheduler=False)
+        assert REQUEST_SWITCH_SECONDS < 0.005  # Python's default
+        assert sys.getswitchinterval() == pytest.approx(REQUEST_SWITCH_SECONDS)
+    finally:
+        sys.setswitchinterval(previous)
