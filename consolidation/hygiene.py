@@ -26,8 +26,6 @@ from .similarity import INDEX, Pairs
 
 # Two memories less than this apart have no clear order.
 ORDER_TOLERANCE_SECONDS = 60.0
-# A stretch of the timeline with at most this many memories is scanned pair by pair for simultaneous conflicts.
-SCAN_STRETCH = 64
 # At most this many words of an older statement may lie outside a change's subject and values (a qualifier
 # such as "staging"), and only when no other statement matches better.
 MAX_EXTRA_WORDS = 1
@@ -552,28 +550,17 @@ def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -
     """Two plain statements of one type recorded at the same moment that differ in exactly one value ("closes
     at 2 pm" / "closes at 3 pm"): a conflict with no order to settle it.
 
-    The timeline is cut where two memories are further apart than the tolerance: no pair spans a cut. A short
-    stretch is scanned pair by pair; the crowded ones (an import of thousands of memories in one minute, or a
-    million memories over a few weeks) go through an index, each statement filed under a hash of its type and
-    key without each of its terms, so that only statements whose keys match but for one term are compared."""
+    Only statements whose keys match but for one term are compared (an import writes thousands of memories in
+    one minute, and a million memories over a few weeks are all a minute or less apart): each is filed under a
+    hash of its type and key without each of its terms, and the pairs filed together within the tolerance are
+    checked."""
     related = _within_scope(related)
     created = np.fromiter((c.created for c in candidates), dtype=np.float64, count=len(candidates))
     known = np.flatnonzero(~np.isnan(created))
-    order = known[np.argsort(created[known], kind="stable")]  # by time, then by position
-    times = created[order]
-    timed = list(zip(times.tolist(), order.tolist()))
-    plain = [candidates[i].fact.change is None for i in order.tolist()]
-    places: set[tuple[int, int]] = set()
-    crowded = []
-    for start, stop in _stretches(times):
-        if stop - start <= SCAN_STRETCH:
-            places |= _scanned(candidates, timed, plain, start, stop)
-        else:
-            crowded.extend(range(start, stop))
-    places |= _indexed(candidates, timed, plain, times, crowded)
+    order = known[np.argsort(created[known], kind="stable")]  # by time, then by position: a place each
     found = []
-    for first_place, second_place in sorted(places):  # the order a scan of the timeline finds them in
-        a, b = candidates[timed[first_place][1]], candidates[timed[second_place][1]]
+    for first_place, second_place in sorted(_filed_together(candidates, order, created[order])):
+        a, b = candidates[order[first_place]], candidates[order[second_place]]
         only_a, only_b = a.fact.key - b.fact.key, b.fact.key - a.fact.key
         if a.type == b.type and len(only_a) == len(only_b) == 1 and NOT not in only_a | only_b and related(a, b):
             first, second = sorted((a.id, b.id))
@@ -582,52 +569,31 @@ def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -
     return found
 
 
-def _stretches(times: np.ndarray) -> list[tuple[int, int]]:
-    """[start, stop) of each stretch of a sorted timeline whose neighbours are within ORDER_TOLERANCE_SECONDS."""
-    cuts = np.flatnonzero(np.diff(times) > ORDER_TOLERANCE_SECONDS) + 1
-    bounds = [0, *cuts.tolist(), len(times)]
-    return [(start, stop) for start, stop in zip(bounds, bounds[1:]) if stop - start > 1]
-
-
-def _scanned(candidates, timed, plain, start: int, stop: int) -> set[tuple[int, int]]:
-    """Pairs of places (in time order) of plain statements within the tolerance, each two compared."""
-    places = set()
-    for first in range(start, stop):
-        if not plain[first]:
-            continue
-        when, i = timed[first]
-        for second in range(first + 1, stop):
-            if timed[second][0] - when > ORDER_TOLERANCE_SECONDS:
-                break
-            if plain[second] and len(candidates[i].fact.key ^ candidates[timed[second][1]].fact.key) == 2:
-                places.add((first, second))
-    return places
-
-
-def _indexed(candidates, timed, plain, times: np.ndarray, crowded: list[int]) -> set[tuple[int, int]]:
-    """The pairs _scanned finds among these places (and a few a hash collision adds, checked after), through
-    the index of type and key without one term: entries sorted by that hash, then each compared with the next
-    ones of the same hash while they are within the tolerance (terms told apart by their 64-bit hashes). In
-    numpy, a step of distance at a time: at a million memories over a few weeks the whole timeline is crowded,
-    8M entries, which a dictionary of lists took 10 s to file."""
-    places = [place for place in crowded if plain[place] and candidates[timed[place][1]].fact.key]
+def _filed_together(candidates, order: np.ndarray, times: np.ndarray) -> set[tuple[int, int]]:
+    """Pairs of places (in time order) of plain statements within the tolerance filed under one hash of type and
+    key without one term (a hash collision adds a few, checked after; terms are told apart by their 64-bit
+    hashes). In numpy: the entries sorted by that hash, then each compared with the next ones of the same hash
+    while they are within the tolerance, a step of distance at a time (8M entries at a million memories, which
+    a dictionary of lists took 10 s to file)."""
+    places = [place for place, i in enumerate(order.tolist())
+              if candidates[i].fact.change is None and candidates[i].fact.key]
     if not places:
         return set()
-    keys = [candidates[timed[place][1]].fact.key for place in places]
+    keys = [candidates[order[place]].fact.key for place in places]
     counts = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
     terms = np.fromiter(map(hash, chain.from_iterable(keys)), dtype=np.int64, count=int(counts.sum()))
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    types = np.fromiter((hash(candidates[timed[place][1]].type) for place in places), dtype=np.int64,
+    types = np.fromiter((hash(candidates[order[place]].type) for place in places), dtype=np.int64,
                         count=len(places))
     whole = np.repeat(np.bitwise_xor.reduceat(terms, starts) ^ types, counts)  # type and key, order-free
     entry = terms != hash(NOT)  # NOT is part of the key, never the one term that differs
     filed = (whole ^ terms)[entry]  # the type and key without this term
     place_of = np.repeat(np.array(places, dtype=np.int64), counts)[entry]
     term_of = terms[entry]
-    order = np.argsort(filed, kind="stable")  # by hash, then in time order (the order they were filed in)
-    filed, place_of, term_of = filed[order], place_of[order], term_of[order]
+    by_hash = np.argsort(filed, kind="stable")  # by hash, then in time order (the order they were filed in)
+    filed, place_of, term_of = filed[by_hash], place_of[by_hash], term_of[by_hash]
     when = times[place_of]
-    firsts, seconds = [], []
+    firsts, seconds = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
     active, step = np.arange(filed.size - 1), 1
     while active.size:
         later = active + step

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import replace
-from unittest.mock import patch
 from datetime import timedelta
 
 import numpy as np
@@ -14,7 +13,6 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from consolidation import hygiene
 from consolidation.clusters import cluster_region, region_clusters, touched
 from consolidation.facts import read_fact
 from consolidation.hygiene import ORDER_TOLERANCE_SECONDS, Candidate, match_change, may_change, may_state_together, \
@@ -212,8 +210,8 @@ SAME_MOMENT_TEXTS = ["The office closes at 2 pm", "The office closes at 3 pm", "
                 min_size=2, max_size=14),
        st.integers(0, 2**16))
 def test_simultaneous_conflicts_found_through_the_key_index_are_those_of_every_pair(rows, unrelated_seed):
-    """Scanned or through the index of keys without one term, the rule finds exactly the pairs, in the order,
-    a comparison of every pair finds."""
+    """Through the index of keys without one term, the rule finds exactly the pairs, in the order, a comparison
+    of every pair finds."""
     candidates = [replace(candidate(text), id=f"m{k}", type=kind, created=when, scope=scope)
                   for k, (text, when, kind, scope) in enumerate(rows)]
 
@@ -221,8 +219,14 @@ def test_simultaneous_conflicts_found_through_the_key_index_are_those_of_every_p
         return hash((a.id, b.id, unrelated_seed)) % 5 != 0
 
     expected = _conflicts_by_every_pair(candidates, related)
-    for stretch in (1, 1000):  # every stretch through the index, then every one scanned pair by pair
-        with patch.object(hygiene, "SCAN_STRETCH", stretch):
-            found = [(c.a, c.b, *c.reason.split("stating ")[1].split(" for the")[0].split(" and "))
-                     for c in simultaneous_conflicts(candidates, related)]
-        assert found == expected
+    found = [(c.a, c.b, *c.reason.split("stating ")[1].split(" for the")[0].split(" and "))
+             for c in simultaneous_conflicts(candidates, related)]
+    assert found == expected
+
+
+def test_a_lone_plain_statement_among_announcements_is_no_simultaneous_conflict():
+    """One entry to file (a one-term key beside changes recorded at the same moment) pairs with nothing."""
+    lone = replace(candidate("Deploys"), id="m0", created=0.0)
+    changes = [replace(candidate("Deploys now run on Friday"), id=f"m{k}", created=0.0) for k in range(1, 70)]
+    assert lone.fact.change is None and len(lone.fact.key) == 1 and changes[0].fact.change is not None
+    assert simultaneous_conflicts([lone, *changes], lambda a, b: True) == []
