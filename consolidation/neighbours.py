@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 import numpy as np
@@ -17,7 +17,22 @@ from .similarity import INDEX, UNION_CHUNK, Cells, Pairs, Partition, pairs_again
 # Changed vectors are re-searched while, since the graph was last built whole, they are at most this share of
 # the memories; past it the graph is built again, since cells trained on older vectors fit new ones less well.
 REBUILD_SHARE = 0.1
+# Memories left out of the graph whose pairs are kept (as a share of those in it), the most recent first.
+DEPARTED_SHARE = 0.1
 FINGERPRINT_ROWS = 8192  # rows hashed at once (the hash works on 8-byte integers: bounds its memory)
+
+
+@dataclass(frozen=True)
+class _Left:
+    """A memory an update of the graph left out (archived, merged or deleted), with the pairs it had then."""
+
+    fingerprint: int  # of its vector and scope, as the graph held them
+    others: list[str]  # the other ends of its pairs, by id
+    similarities: np.ndarray
+
+    def at_least(self, threshold: float) -> tuple[list[str], np.ndarray]:
+        keep = self.similarities >= threshold
+        return [other for other, kept in zip(self.others, keep.tolist()) if kept], self.similarities[keep]
 
 
 @dataclass(frozen=True)
@@ -30,6 +45,10 @@ class _Built:
     pairs: Pairs
     cells: Cells | None  # the cells, when one scope was searched by cells; None when searched exactly
     changed_since_built: int
+    scoped: bool  # built with scope keys (they are part of the fingerprints)
+    # The memories updates left out since the graph was built, by id: an incremental dedup finds the group a
+    # removed memory was in through its pairs (an exact search of its vector costs 5 ms at a million memories).
+    departed: dict[str, _Left] = field(default_factory=dict)
 
 
 class NeighbourGraph:
@@ -62,6 +81,30 @@ class NeighbourGraph:
                     self._built = self._update(built, ids, old, unit, prints, scope_keys, changed, progress)
             return _subset(self._built, ids, threshold)
 
+    def former_pairs(self, memory_ids: Sequence[str], unit: np.ndarray, scope_keys: Sequence[str] | None,
+                     threshold: float) -> dict[str, tuple[list[str], np.ndarray]]:
+        """For memories that left the store (their ids, unit vectors and scope keys): the memories the kept graph
+        paired them with at `threshold` or above, by id, with the similarities. Only those it holds with that
+        vector and scope are answered (still, when no update has left them out yet, or among those updates let
+        go); the others must be searched."""
+        with self._lock:
+            built = self._built
+        if built is None or threshold < built.threshold or not len(memory_ids):
+            return {}
+        prints = fingerprints(unit, scope_keys if built.scoped else None)
+        answered: dict[str, _Left] = {}
+        held: dict[int, str] = {}  # still in the graph with that vector: position -> id
+        for memory_id, fingerprint in zip(memory_ids, prints.tolist()):
+            position, left = built.position.get(memory_id), built.departed.get(memory_id)
+            if position is not None and int(built.fingerprints[position]) == fingerprint:
+                held[position] = memory_id
+            elif position is None and left is not None and left.fingerprint == fingerprint:
+                answered[memory_id] = left
+        if held:
+            found = _pairs_of(built, np.array(list(held), dtype=np.int64), list(built.position))
+            answered.update((held[position], left) for position, left in found.items())
+        return {memory_id: left.at_least(threshold) for memory_id, left in answered.items()}
+
     def kept_size(self, threshold: float) -> int:
         """How many memories the kept graph covers, if it can give pairs at `threshold` (else 0): a task then
         searches only the vectors that changed since (or, past the rebuild share, builds it again: still
@@ -84,15 +127,17 @@ class NeighbourGraph:
             pairs = similar_pairs_within(unit, None if one_scope else codes, lowest,
                                          settings.consolidation_cluster_exact_limit,
                                          settings.consolidation_cluster_probe_cells, progress=progress)
-        return _Built(lowest, {memory_id: i for i, memory_id in enumerate(ids)}, prints, pairs, cells, 0)
+        return _Built(lowest, {memory_id: i for i, memory_id in enumerate(ids)}, prints, pairs, cells, 0,
+                      scope_keys is not None)
 
     def _update(self, built: _Built, ids, old: np.ndarray, unit, prints, scope_keys, changed: np.ndarray,
                 progress) -> _Built:
         """The graph over `ids` (`old`: their positions in the built one, -1 for new): the built pairs between
         unchanged memories, and the changed ones searched."""
         codes = _codes(scope_keys)
+        departed = _departures(built, old)
         if self._must_rebuild(built, changed.size, len(ids), codes):
-            return self._build(ids, unit, prints, scope_keys, progress, built.threshold)
+            return replace(self._build(ids, unit, prints, scope_keys, progress, built.threshold), departed=departed)
         unchanged = np.ones(len(ids), dtype=bool)
         unchanged[changed] = False
         cells = built.cells
@@ -106,7 +151,7 @@ class NeighbourGraph:
         renumber[old[unchanged]] = np.flatnonzero(unchanged)
         position = {memory_id: i for i, memory_id in enumerate(ids)}
         return _Built(built.threshold, position, prints, _renumbered(built.pairs, renumber, then=found), cells,
-                      built.changed_since_built + changed.size)
+                      built.changed_since_built + changed.size, built.scoped, departed)
 
     def _must_rebuild(self, built: _Built, changed: int, memories: int, codes: np.ndarray | None) -> bool:
         """Past the rebuild share; or the scopes are now searched another way: one scope's cells cannot serve
@@ -118,6 +163,50 @@ class NeighbourGraph:
             return False
         return built.cells is not None or \
             int(np.bincount(codes).max()) > self.settings.consolidation_cluster_exact_limit
+
+
+def _departures(built: _Built, old: np.ndarray) -> dict[str, _Left]:
+    """The memories left out of the graph so far, those this update leaves out (`old`: the positions it keeps)
+    added; the oldest are forgotten past DEPARTED_SHARE of the memories (a removed memory the graph no longer
+    knows is searched exactly)."""
+    gone = np.ones(len(built.position), dtype=bool)
+    gone[old[old >= 0]] = False
+    departed = dict(built.departed)
+    leaving = np.flatnonzero(gone)
+    if leaving.size:
+        names = list(built.position)
+        for position, left in _pairs_of(built, leaving, names).items():
+            departed.pop(names[position], None)  # a memory that left again: its latest pairs, as the newest
+            departed[names[position]] = left
+    for memory_id in list(departed)[: max(0, len(departed) - int(DEPARTED_SHARE * max(1, old.size)))]:
+        del departed[memory_id]
+    return departed
+
+
+def _pairs_of(built: _Built, positions: np.ndarray, names: list[str]) -> dict[int, _Left]:
+    """The built pairs of these positions (one pass over every pair), seen from each of them (`names`: the
+    built memories' ids, by position)."""
+    if not positions.size:
+        return {}
+    wanted = np.zeros(len(built.position), dtype=bool)
+    wanted[positions] = True
+    ends, others, similarities = [], [], []
+    pairs = built.pairs
+    for start in range(0, pairs.rows.size, UNION_CHUNK):
+        rows, cols = pairs.rows[start:start + UNION_CHUNK], pairs.cols[start:start + UNION_CHUNK]
+        similarity = pairs.similarities[start:start + UNION_CHUNK]
+        for mine, theirs in ((rows, cols), (cols, rows)):
+            hit = wanted[mine]
+            ends.append(mine[hit])
+            others.append(theirs[hit])
+            similarities.append(similarity[hit])
+    end, other, similarity = (np.concatenate(column) for column in (ends, others, similarities))
+    order = np.argsort(end, kind="stable")
+    end, other, similarity = end[order], other[order], similarity[order]
+    bounds = np.searchsorted(end, positions, side="left"), np.searchsorted(end, positions, side="right")
+    return {int(p): _Left(int(built.fingerprints[p]), [names[o] for o in other[low:high].tolist()],
+                          similarity[low:high])
+            for p, low, high in zip(positions.tolist(), *(b.tolist() for b in bounds))}
 
 
 def fingerprints(unit: np.ndarray, scope_keys: Sequence[str] | None) -> np.ndarray:

@@ -13,6 +13,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
+from consolidation.neighbours import NeighbourGraph
 from consolidation.service import build_services
 from consolidation.similarity import Pairs
 from consolidation.stores.vectors import VectorPoint
@@ -251,8 +252,7 @@ def _first_round_only(ctx, region, changed, removed):
     queries = [region.loaded[int(p)] for p in changed] + [r.candidate for r in leaving]
     origins = np.concatenate([changed, np.full(len(leaving), -1)]).astype(np.int64)
     vectors = np.concatenate([region.unit[changed]] + [r.vector[None] for r in leaving])
-    hits = region.search(origins, vectors, np.array([region.kind_of(q) for q in queries]),
-                         ctx.settings.consolidation_dedup_similarity)
+    hits = region.search(queries, origins, vectors, ctx.settings.consolidation_dedup_similarity)
     dedup_incremental._follow(region, hits, queries, origins, found)
     if not found:
         return Pairs.empty()
@@ -535,6 +535,12 @@ def change_generated(services, rng, count: int) -> None:
         services.memories.restore(duplicate)
 
 
+def memory_ids(services, where: str = "true") -> set[str]:
+    """The ids of the memories (MetaPatterns left out) matching a condition on `m`."""
+    return set(services.stores.graph.falkor.scan_memories(
+        f"coalesce(m.type, '') <> 'MetaPattern' AND {where}", "m.id")[0])
+
+
 def generated_copies(tmp_path, seed: int, change: bool):
     """The benchmark's generated store, loaded and consolidated by a full pass, then changed (if `change`), in
     two copies opened by two processes' services: (incremental, full, MetaPatterns before)."""
@@ -561,14 +567,27 @@ def test_with_the_similarity_graph_kept_an_incremental_run_matches_a_full_pass(t
     from consolidation.tasks import dedup_incremental
 
     monkeypatch.setattr(dedup_incremental, "GRAPH_OVER_EXACT", 0)  # a small store: the exact search is cheaper
+    searched_exactly, held = [], set()
+    exact_search, former_pairs = dedup_incremental.pairs_against, NeighbourGraph.former_pairs
+    monkeypatch.setattr(dedup_incremental, "pairs_against",
+                        lambda vectors, *rest: searched_exactly.append(len(vectors)) or exact_search(vectors, *rest))
+    monkeypatch.setattr(NeighbourGraph, "former_pairs",
+                        lambda *args: held.update(found := former_pairs(*args)) or found)
     incremental, full, before = generated_copies(tmp_path, 6, change=False)
     try:
         for services in (incremental, full):  # each builds its graph over the state before the changes
             assert services.engine.run(["dedup"], dry_run=True, full=True)["success"]
+            memories, active = memory_ids(services), memory_ids(services, "coalesce(m.archived, false) = false")
             change_generated(services, np.random.default_rng(6), 20)
+            now_active = memory_ids(services, "coalesce(m.archived, false) = false")
         fast, slow = consolidate(incremental), consolidate(full, full=True)
         assert fast["dedup"]["pass"] == "incremental"
         assert fast["dedup"]["neighbours_from"] == "the kept similarity graph"
+        # The memories archived and deleted since the graph was built are found through the pairs it held for
+        # them; only those merged away before it (by the full pass before the restart) are searched exactly.
+        left, merged_before = active - now_active, memories - active - now_active
+        assert len(left) == 40 and left <= held and merged_before and not merged_before & held
+        assert sum(searched_exactly) == len(merged_before)
         assert slow["dedup"]["merged"] > 10 and slow["dedup"]["supersessions_total"] > 10
         assert graph_state(incremental, before) == graph_state(full, before)
     finally:

@@ -145,3 +145,35 @@ def test_memories_split_into_scopes_are_searched_scope_by_scope(tmp_path, builds
     assert len(builds) == 2  # the cells were one scope's: the scopes are searched each on its own
     position = {memory_id: i for i, memory_id in enumerate(ids)}
     assert found and all(scopes[position[a]] == scopes[position[b]] for a, b in found)
+
+
+def test_a_removed_memory_keeps_the_pairs_it_had_while_its_vector_is_the_one_the_graph_held(tmp_path, builds):
+    """A memory that left (archived, merged, deleted) is answered with its pairs from the graph, before the
+    graph is updated without it and after (the update keeps them); with another vector it is not answered."""
+    rng = np.random.default_rng(4)
+    unit = planted_vectors(880)
+    ids = [f"m{i}" for i in range(880)]
+    graph = NeighbourGraph(make_settings(tmp_path))
+    graph.pairs(ids, unit, THRESHOLD, no_progress)
+    truth = exact_set(unit, ids)
+    leaving = [3, 10, 400]
+    expected = {ids[k]: {b if a == ids[k] else a for a, b in truth if ids[k] in (a, b)} for k in leaving}
+    assert all(expected.values())  # each had neighbours
+
+    def former(threshold=THRESHOLD, vectors=unit[leaving]):
+        found = graph.former_pairs([ids[k] for k in leaving], vectors, None, threshold)
+        return {memory_id: set(others) for memory_id, (others, _) in found.items()}
+
+    assert former() == expected  # still in the graph
+    stay = [i for i in range(880) if i not in leaving]
+    later = moved(unit, [5, 6], rng)  # two others rewritten: the graph is updated, and lets the three go
+    graph.pairs([ids[i] for i in stay], later[stay], THRESHOLD, no_progress)
+    assert former() == expected and len(builds) == 1
+    cosine = {(ids[k], other): float(unit[k] @ unit[ids.index(other)]) for k in leaving for other in expected[ids[k]]}
+    values = np.sort(list(cosine.values()))
+    gaps = np.flatnonzero(np.diff(values) > 1e-4)  # a higher threshold keeps the pairs above it, halfway in a gap
+    middle = gaps[np.argmin(np.abs(gaps - values.size // 2))]
+    strict = float(values[middle] + values[middle + 1]) / 2
+    assert former(strict) == {m: {o for o in others if cosine[m, o] >= strict} for m, others in expected.items()}
+    assert sum(map(len, former(strict).values())) < sum(map(len, expected.values()))
+    assert graph.former_pairs([ids[3]], moved(unit, [3], rng)[[3]], None, THRESHOLD) == {}  # another vector

@@ -7,8 +7,9 @@ What a change can alter, and so what is read:
   memory (and each removed one, by its vector) every memory stating its fact is read, then theirs, until the
   groups are whole. Untouched groups merged what they could in an earlier run. The similar pairs come from the
   similarity graph the engine keeps (the one a full pass uses, its changed vectors searched again) when it is
-  kept, else from an exact search of each memory against its kind; a removed memory's vector is always searched
-  exactly, since the graph no longer holds it.
+  kept, else from an exact search of each memory against its kind. A removed memory's pairs come from that
+  graph too when it held the memory with the same vector (it keeps the pairs of those its updates left out);
+  else its vector is searched exactly.
 - A change announcement is judged against the statements it matches (hygiene.match_change) and its rivals. Its
   verdict can move only if it changed, or what it matches or its rivals did: the announcements that changed,
   and those that match a changed or removed statement (as it was, or as it is now), are judged again, each with
@@ -203,18 +204,37 @@ class Region:
         positions = sorted(self.loaded)
         return [self.loaded[p] for p in positions], positions
 
-    def search(self, origins: np.ndarray, vectors: np.ndarray, kinds: np.ndarray, threshold: float) -> Pairs:
+    def search(self, queries: list[Candidate], origins: np.ndarray, vectors: np.ndarray, threshold: float) -> Pairs:
         """Pairs (query number, position) with cosine >= threshold, each query among memories of its kind: from
-        the kept graph for queries that are memories here (`origins`: their positions), by exact products for
-        the others (a removed memory's vector) or when no graph is kept (then a query may find itself)."""
+        the kept graph for queries that are memories here (`origins`: their positions) and for removed ones it
+        held with the same vector, by exact products for the others or when no graph is kept (then a query may
+        find itself)."""
+        kinds = np.array([self.kind_of(q) for q in queries], dtype=np.int64)
         if self.graph is None:
             return pairs_against(vectors, self.unit, threshold, kinds, self.partition)
         outside = np.flatnonzero(origins < 0)
         parts = [self._graph_hits(origins)]
         if outside.size:
+            former, outside = self._former_hits(queries, outside, vectors, kinds, threshold)
             found = pairs_against(vectors[outside], self.unit, threshold, kinds[outside], self.partition)
-            parts.append(Pairs(outside[found.rows].astype(INDEX), found.cols, found.similarities))
+            parts += [former, Pairs(outside[found.rows].astype(INDEX), found.cols, found.similarities)]
         return Pairs.joined(parts)
+
+    def _former_hits(self, queries: list[Candidate], outside: np.ndarray, vectors: np.ndarray, kinds: np.ndarray,
+                     threshold: float) -> tuple[Pairs, np.ndarray]:
+        """The pairs the kept graph held for these removed memories (query numbers), with memories of their kind
+        still here; and the numbers of those it does not hold with their vector, to be searched."""
+        held = self.ctx.neighbours.former_pairs([queries[k].id for k in outside.tolist()], vectors[outside],
+                                                [queries[k].scope for k in outside.tolist()], threshold)
+        answered = [k for k in outside.tolist() if queries[k].id in held]
+        pairs = [held[queries[k].id] for k in answered]
+        numbers = np.repeat(np.array(answered, dtype=INDEX), [len(others) for others, _ in pairs])
+        get = self.position.get
+        at = np.array([get(other, -1) for others, _ in pairs for other in others], dtype=np.int64)
+        similarities = np.concatenate([s for _, s in pairs]) if pairs else np.zeros(0, np.float32)
+        mine = (at >= 0) & (self.kinds[np.maximum(at, 0)] == kinds[numbers])
+        searched = np.array([k for k in outside.tolist() if queries[k].id not in held], dtype=np.int64)
+        return Pairs(numbers[mine], at[mine].astype(INDEX), similarities[mine]), searched
 
     def _graph_hits(self, origins: np.ndarray) -> Pairs:
         """The kept graph's pairs (read at the search's threshold) touching the queries that are memories here,
@@ -275,8 +295,7 @@ def _merge_closure(ctx: TaskContext, region: Region, changed: np.ndarray, remove
     found: list[tuple[int, int, float]] = []
     queried = set(changed.tolist())
     while queries:
-        hits = region.search(origins, vectors, np.array([region.kind_of(q) for q in queries], dtype=np.int64),
-                             threshold)
+        hits = region.search(queries, origins, vectors, threshold)
         frontier = np.array(sorted(set(_follow(region, hits, queries, origins, found)) - queried), dtype=np.int64)
         queried.update(frontier.tolist())
         queries, origins, vectors = [region.loaded[int(p)] for p in frontier], frontier, region.unit[frontier]
