@@ -98,6 +98,32 @@ def test_with_no_view_alive_a_reorder_moves_the_rows_within_the_matrix(monkeypat
     assert np.array_equal(cache.get(ids)[1], vectors)  # the rows left out are still there
 
 
+@pytest.mark.parametrize("chunk", [7, 64])  # rows gathered at once: well under the matrix
+@pytest.mark.parametrize("pattern", ["new ones in the middle", "some left out"])
+def test_a_reorder_puts_aside_only_the_rows_moving_against_its_direction(monkeypatch, chunk, pattern):
+    """New memories (appended at the end) asked for among the others shift most rows up by a few places; archived
+    ones left out shift them down. Either way the rows move within the matrix with little put aside."""
+    import tracemalloc
+
+    monkeypatch.setattr("consolidation.stores.vector_cache.REORDER_CHUNK", chunk)
+    cache, ids, vectors = _filled(2000, size=512)
+    fresh = normalized(np.random.default_rng(3).standard_normal((10, 512)))
+    cache.put([f"new{k}" for k in range(10)], fresh)
+    if pattern == "new ones in the middle":
+        order = ids[:500] + [f"new{k}" for k in range(10)] + ids[500:]
+        expected = np.concatenate([vectors[:500], fresh, vectors[500:]])
+    else:
+        order = [memory_id for k, memory_id in enumerate(ids) if k % 50 != 3] + [f"new{k}" for k in range(10)]
+        expected = np.concatenate([vectors[[k for k in range(2000) if k % 50 != 3]], fresh])
+    matrix = weakref.ref(cache._matrix)
+    tracemalloc.start()
+    found, first = cache.get(order)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert found == order and np.array_equal(first, expected) and first.base is matrix()
+    assert peak < 0.2 * vectors.nbytes  # most rows were not copied aside (the ids' bookkeeping is the rest)
+
+
 @hyp_settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["put", "drop", "get", "hold"]),
                           st.lists(st.integers(0, 29), min_size=1, max_size=30)), max_size=25))

@@ -136,18 +136,24 @@ class VectorCache:
 
     def _permute_in_place(self, rows: np.ndarray, others: np.ndarray) -> None:
         """Move `rows` to the top, in that order, and `others` after them, in the matrix itself: a second matrix
-        would double 1.5 GB at a million memories. Row k is written once the rows before it are; so only the
-        rows wanted below where they are now (and the others) are put aside first. A request in the stored
-        order with gaps (archived memories left out) puts aside none of the rows."""
+        would double 1.5 GB at a million memories.
+
+        Rows are written a chunk of targets at a time, each chunk gathered before it is written. Going up, a row
+        wanted below its place is read before anything overwrites it, and only rows wanted above their place are
+        put aside first; going down, the reverse. The direction with fewer rows to put aside is taken: a request
+        in the stored order with gaps (archived memories left out) goes up with none, and one with new memories
+        in the middle (rows appended at the end) goes down with only those."""
         targets = np.arange(rows.size)
-        early = rows < targets
-        aside = self._matrix[rows[early]]
+        upward = int(np.count_nonzero(rows < targets)) <= int(np.count_nonzero(rows > targets))
+        moving = rows < targets if upward else rows > targets
+        aside = self._matrix[rows[moving]]
         slot = np.full(len(self._ids), -1, dtype=np.int64)
-        slot[rows[early]] = np.arange(int(early.sum()))
+        slot[rows[moving]] = np.arange(int(moving.sum()))
         kept_apart = self._matrix[others]
-        for start in range(0, rows.size, REORDER_CHUNK):
+        starts = range(0, rows.size, REORDER_CHUNK)
+        for start in starts if upward else reversed(starts):
             part = rows[start:start + REORDER_CHUNK]
-            block = self._matrix[part]  # the rows not put aside sit at or past `start`: not yet written over
+            block = self._matrix[part]  # the rows not put aside are not yet written over
             saved = slot[part]
             block[saved >= 0] = aside[saved[saved >= 0]]
             self._matrix[start:start + part.size] = block
