@@ -40,6 +40,7 @@ class _Built:
     """A graph as built: over which memories (their vectors' and scopes' fingerprints), at which threshold."""
 
     threshold: float
+    names: list[str]  # the memories' ids, by position
     position: dict[str, int]
     fingerprints: np.ndarray
     pairs: Pairs
@@ -75,7 +76,7 @@ class NeighbourGraph:
             if built is None or threshold < built.threshold:
                 self._built = self._build(ids, unit, prints, scope_keys, progress, threshold)
             else:
-                old = np.fromiter((built.position.get(i, -1) for i in ids), np.int64, count=len(ids))
+                old = _positions(built, ids, missing=-1)
                 changed = _changed(built, old, prints)
                 if changed.size:
                     self._built = self._update(built, ids, old, unit, prints, scope_keys, changed, progress)
@@ -101,7 +102,7 @@ class NeighbourGraph:
             elif position is None and left is not None and left.fingerprint == fingerprint:
                 answered[memory_id] = left
         if held:
-            found = _pairs_of(built, np.array(list(held), dtype=np.int64), list(built.position))
+            found = _pairs_of(built, np.array(list(held), dtype=np.int64))
             answered.update((held[position], left) for position, left in found.items())
         return {memory_id: left.at_least(threshold) for memory_id, left in answered.items()}
 
@@ -127,8 +128,8 @@ class NeighbourGraph:
             pairs = similar_pairs_within(unit, None if one_scope else codes, lowest,
                                          settings.consolidation_cluster_exact_limit,
                                          settings.consolidation_cluster_probe_cells, progress=progress)
-        return _Built(lowest, {memory_id: i for i, memory_id in enumerate(ids)}, prints, pairs, cells, 0,
-                      scope_keys is not None)
+        return _Built(lowest, list(ids), {memory_id: i for i, memory_id in enumerate(ids)}, prints, pairs, cells,
+                      0, scope_keys is not None)
 
     def _update(self, built: _Built, ids, old: np.ndarray, unit, prints, scope_keys, changed: np.ndarray,
                 progress) -> _Built:
@@ -150,8 +151,8 @@ class NeighbourGraph:
         renumber = np.full(len(built.position), -1, dtype=INDEX)
         renumber[old[unchanged]] = np.flatnonzero(unchanged)
         position = {memory_id: i for i, memory_id in enumerate(ids)}
-        return _Built(built.threshold, position, prints, _renumbered(built.pairs, renumber, then=found), cells,
-                      built.changed_since_built + changed.size, built.scoped, departed)
+        return _Built(built.threshold, list(ids), position, prints, _renumbered(built.pairs, renumber, then=found),
+                      cells, built.changed_since_built + changed.size, built.scoped, departed)
 
     def _must_rebuild(self, built: _Built, changed: int, memories: int, codes: np.ndarray | None) -> bool:
         """Past the rebuild share; or the scopes are now searched another way: one scope's cells cannot serve
@@ -173,19 +174,16 @@ def _departures(built: _Built, old: np.ndarray) -> dict[str, _Left]:
     gone[old[old >= 0]] = False
     departed = dict(built.departed)
     leaving = np.flatnonzero(gone)
-    if leaving.size:
-        names = list(built.position)
-        for position, left in _pairs_of(built, leaving, names).items():
-            departed.pop(names[position], None)  # a memory that left again: its latest pairs, as the newest
-            departed[names[position]] = left
+    for position, left in _pairs_of(built, leaving).items():
+        departed.pop(built.names[position], None)  # a memory that left again: its latest pairs, as the newest
+        departed[built.names[position]] = left
     for memory_id in list(departed)[: max(0, len(departed) - int(DEPARTED_SHARE * max(1, old.size)))]:
         del departed[memory_id]
     return departed
 
 
-def _pairs_of(built: _Built, positions: np.ndarray, names: list[str]) -> dict[int, _Left]:
-    """The built pairs of these positions (one pass over every pair), seen from each of them (`names`: the
-    built memories' ids, by position)."""
+def _pairs_of(built: _Built, positions: np.ndarray) -> dict[int, _Left]:
+    """The built pairs of these positions (one pass over every pair), seen from each of them."""
     if not positions.size:
         return {}
     wanted = np.zeros(len(built.position), dtype=bool)
@@ -204,7 +202,7 @@ def _pairs_of(built: _Built, positions: np.ndarray, names: list[str]) -> dict[in
     order = np.argsort(end, kind="stable")
     end, other, similarity = end[order], other[order], similarity[order]
     bounds = np.searchsorted(end, positions, side="left"), np.searchsorted(end, positions, side="right")
-    return {int(p): _Left(int(built.fingerprints[p]), [names[o] for o in other[low:high].tolist()],
+    return {int(p): _Left(int(built.fingerprints[p]), [built.names[o] for o in other[low:high].tolist()],
                           similarity[low:high])
             for p, low, high in zip(positions.tolist(), *(b.tolist() for b in bounds))}
 
@@ -254,13 +252,23 @@ def _one_scope(codes: np.ndarray | None) -> bool:
 
 def _subset(built: _Built, ids: Sequence[str], threshold: float) -> Pairs:
     """The built pairs among `ids` above `threshold`, renumbered to positions in `ids`."""
-    stored = np.fromiter((built.position[i] for i in ids), dtype=np.int64, count=len(ids))
+    stored = _positions(built, ids)
     if threshold <= built.threshold and stored.size == len(built.position) and \
             np.array_equal(stored, np.arange(stored.size)):
         return Pairs(*(_read_only(column) for column in built.pairs))  # what was built, as it was built
     renumber = np.full(len(built.position), -1, dtype=INDEX)
     renumber[stored] = np.arange(len(ids), dtype=INDEX)
     return _renumbered(built.pairs, renumber, threshold if threshold > built.threshold else None)
+
+
+def _positions(built: _Built, ids: Sequence[str], missing: int | None = None) -> np.ndarray:
+    """Where each of `ids` is in the built graph (`missing` for one it does not hold; None: it holds them all).
+    Asked for the memories it was built over, in that order (the cluster task after dedup), no lookups."""
+    if len(ids) == len(built.names) and list(ids) == built.names:
+        return np.arange(len(ids), dtype=np.int64)
+    if missing is None:
+        return np.fromiter((built.position[i] for i in ids), dtype=np.int64, count=len(ids))
+    return np.fromiter((built.position.get(i, missing) for i in ids), dtype=np.int64, count=len(ids))
 
 
 def _renumbered(pairs: Pairs, renumber: np.ndarray, threshold: float | None = None,

@@ -41,6 +41,8 @@ class TaskContext:
 def positions_in(listed: Sequence[str], ids: Sequence[str]) -> np.ndarray:
     """Where each of `ids` is in `listed` (every one of them is): a listing read from the graph lined up with
     the vectors read for it, which leave out memories without one."""
+    if len(listed) == len(ids) and list(listed) == list(ids):  # every one had a vector: no lookups
+        return np.arange(len(ids), dtype=np.int64)
     position = {memory_id: index for index, memory_id in enumerate(listed)}
     return np.fromiter((position[memory_id] for memory_id in ids), dtype=np.int64, count=len(ids))
 
