@@ -272,20 +272,22 @@ def change_memories(services, rng: np.random.Generator, count: int) -> None:
 
 def recall(services, settings, exact_recall: bool) -> dict:
     """Edges of the similarity graph the clustering uses (the one the service keeps between runs, built whole
-    or brought up to date), against an exact computation."""
+    or brought up to date), against an exact computation, over the candidates clustering groups."""
     listed, listed_scopes, candidate = services.stores.graph.cluster_population(MIN_RELEVANCE)
-    candidates = [memory_id for memory_id, chosen in zip(listed, candidate) if chosen]
-    scope_keys = [key for key, chosen in zip(listed_scopes, candidate) if chosen]
-    ids, matrix = services.stores.vectors.vectors(candidates)
-    unit = normalized(matrix)
-    n = unit.shape[0]
+    # Asked for as clustering asks, every active memory: asked for a subset, the graph would let the others go.
+    every, matrix = services.stores.vectors.vectors(listed)
+    chosen, scope_of = dict(zip(listed, candidate.tolist())), dict(zip(listed, listed_scopes))
+    among = np.flatnonzero([chosen[i] for i in every])
+    n = among.size
     threshold = settings.consolidation_cluster_similarity
     if n <= settings.consolidation_cluster_exact_limit:
         return {"method": "exact", "recall": 1.0, "vectors": n}
-    scope_of = dict(zip(candidates, scope_keys))
-    rows, cols, _ = services.engine.neighbours.pairs(ids, unit, threshold, lambda done, total: None,
-                                                     [scope_of[i] for i in ids])
-    found = set(zip(rows.tolist(), cols.tolist()))
+    rows, cols, _ = services.engine.neighbours.pairs(every, normalized(matrix), threshold, lambda done, total: None,
+                                                     [scope_of[i] for i in every])
+    number = np.full(len(every), -1, dtype=np.int64)  # position among the candidates
+    number[among] = np.arange(n)
+    rows, cols = number[rows], number[cols]
+    unit = normalized(matrix)[among]
     if exact_recall:
         truth = set(zip(*(a.tolist() for a in similar_pairs_exact(unit, threshold)[:2])))
         sampled = "all"
@@ -296,9 +298,14 @@ def recall(services, settings, exact_recall: bool) -> dict:
         hits = unit[sample] @ unit.T >= threshold
         truth = {(min(int(i), int(j)), max(int(i), int(j))) for i, row in zip(sample, hits)
                  for j in np.flatnonzero(row) if j != i}
-        found = {pair for pair in found if pair in truth}
+        in_sample = np.zeros(n, dtype=bool)
+        in_sample[sample] = True
+        keep = (rows >= 0) & (cols >= 0)
+        keep[keep] = in_sample[rows[keep]] | in_sample[cols[keep]]
+        rows, cols = rows[keep], cols[keep]
         sampled = f"{len(sample)} rows"
-    value = len(found & truth) / max(1, len(truth))
+    found = {pair for pair in zip(rows.tolist(), cols.tolist()) if pair in truth}
+    value = len(found) / max(1, len(truth))
     progress(f"recall {value:.4f} over {len(truth)} exact pairs ({sampled})")
     return {"method": "cells", "recall": round(value, 5), "exact_pairs": len(truth), "sample": sampled,
             "vectors": n}

@@ -78,7 +78,10 @@ class NeighbourGraph:
             else:
                 old = _positions(built, ids, missing=-1)
                 changed = _changed(built, old, prints)
-                if changed.size:
+                # Memories that left are let go too: a graph still holding them costs every later call a
+                # million lookups and a renumbering at 1M (once, it costs one renumbering), and an incremental
+                # dedup finds their pairs among the departed.
+                if changed.size or len(ids) < len(built.names):
                     self._built = self._update(built, ids, old, unit, prints, scope_keys, changed, progress)
             return _subset(self._built, ids, threshold)
 

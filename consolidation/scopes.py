@@ -70,5 +70,7 @@ def scope_codes(keys: Sequence[str]) -> np.ndarray:
     """One small integer per memory, equal exactly when the scope keys are equal."""
     if not keys:
         return np.zeros(0, dtype=np.int64)
+    if list(keys).count(keys[0]) == len(keys):  # one scope (the usual case): no sort of a million strings
+        return np.zeros(len(keys), dtype=np.int64)
     _, codes = np.unique(np.asarray(keys, dtype=object), return_inverse=True)
     return codes.astype(np.int64)

@@ -389,6 +389,20 @@ def test_the_watermark_is_the_change_counter_at_the_task_start(wide, monkeypatch
     assert wide.engine.run(["cluster"])["results"]["cluster"]["memories_changed"] == 1
 
 
+def test_a_memory_deleted_after_a_run_saw_it_archived_is_no_change_for_dedup(wide):
+    """Forget deletes archived memories once their grace ends: one archived before dedup's last run had left its
+    view then, so its deletion changes no group; one archived and deleted since is a removal to judge again."""
+    first = add_memory(wide, vector=axis(0), content="Use Sentry for error tracking", type="Decision")
+    second = add_memory(wide, vector=axis(1), content="Deploys go out on Tuesdays", type="Decision")
+    add_memory(wide, vector=axis(2), content="Billing runs nightly", type="Decision")
+    wide.stores.graph.archive([first], NOW.isoformat())
+    assert dedup_report(wide)["pass"] == "full"  # the watermark passes the archive
+    wide.stores.graph.archive([second], NOW.isoformat())
+    wide.engine.lifecycle.delete({first: "forgotten", second: "forgotten"}, NOW)
+    report = dedup_report(wide)
+    assert report["pass"] == "incremental" and report["memories_changed"] == 1  # the second only
+
+
 def test_full_passes_come_with_the_interval_on_request_and_after_new_settings(tmp_path, clock):
     data_dir = tmp_path / "data"
     services = build_services(settings_for(data_dir, consolidation_full_pass_interval_seconds=86400), clock=clock)

@@ -177,3 +177,20 @@ def test_a_removed_memory_keeps_the_pairs_it_had_while_its_vector_is_the_one_the
     assert former(strict) == {m: {o for o in others if cosine[m, o] >= strict} for m, others in expected.items()}
     assert sum(map(len, former(strict).values())) < sum(map(len, expected.values()))
     assert graph.former_pairs([ids[3]], moved(unit, [3], rng)[[3]], None, THRESHOLD) == {}  # another vector
+
+
+def test_memories_that_only_left_are_let_go_and_the_rest_keep_their_pairs(tmp_path, builds):
+    """Above the exact limit (cells): asked for the memories minus some that left, the graph gives the pairs it
+    had among the rest, with no search and no new build, and answers for the ones that left."""
+    unit = planted_vectors(6000)
+    ids = [f"m{i}" for i in range(6000)]
+    graph = NeighbourGraph(make_settings(tmp_path, consolidation_cluster_exact_limit=1000))
+    before = pair_set(graph.pairs(ids, unit, THRESHOLD, no_progress), ids)
+    stay = [i for i in range(6000) if i % 50 != 7]
+    left = [ids[i] for i in range(6000) if i % 50 == 7]
+    after = pair_set(graph.pairs([ids[i] for i in stay], unit[stay], THRESHOLD, no_progress), [ids[i] for i in stay])
+    assert after == {pair for pair in before if not set(pair) & set(left)} and len(builds) == 1
+    former = graph.former_pairs(left, unit[[i for i in range(6000) if i % 50 == 7]], None, THRESHOLD)
+    assert set(former) == set(left)
+    assert {(a, b) for a, (others, _) in former.items() for b in others} == \
+        {(a, b) for pair in before for a, b in (pair, pair[::-1]) if a in former}

@@ -41,6 +41,7 @@ from ..hygiene import ORDER_TOLERANCE_SECONDS, Candidate, Contradiction, Merge, 
 from ..lifecycle import decode_vector
 from ..passes import changed_after
 from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
+from ..stores.changes import CHANGE
 from ..stores.hygiene import HygieneListing
 from ..timeutil import epoch_seconds
 from . import dedup
@@ -269,7 +270,7 @@ def _removed(ctx: TaskContext, region: Region) -> list[Removed]:
     found = [(*row, vectors.get(row[0])) for row in archived]
     for gone in ctx.lifecycle.tombstones.deleted_since(ctx.since):
         props = gone["properties"]
-        if props.get("type") == "MetaPattern":
+        if props.get("type") == "MetaPattern" or _archived_before(props, ctx.since):
             continue
         vector = decode_vector(gone["vector"])
         found.append((gone["id"], props.get("content") or "", props.get("type") or "Memory",
@@ -278,6 +279,14 @@ def _removed(ctx: TaskContext, region: Region) -> list[Removed]:
     created = epoch_seconds(row[4] for row in found)
     return [Removed(Candidate(memory_id, kind, read_fact(content), float(when), 0, 0, content=content, scope=scope),
                     vector) for (memory_id, content, kind, scope, _, vector), when in zip(found, created)]
+
+
+def _archived_before(properties: dict, since: int) -> bool:
+    """A deleted memory that was archived (forgotten or merged away) at or before the watermark and not changed
+    after: it had left dedup's view before the last run, which judged its groups without it. (Forget deletes
+    archived memories once their grace period ends.)"""
+    change = properties.get(CHANGE)
+    return properties.get("archived") is True and isinstance(change, (int, float)) and change <= since
 
 
 # --- merges: the groups the changes touch, whole -------------------------------------------------------------
@@ -339,6 +348,9 @@ def _load_simultaneous(region: Region, changed: np.ndarray) -> None:
     timed = timed[np.argsort(region.times[timed], kind="stable")]
     order = np.argsort(region.times, kind="stable")
     times = region.times[order]
+    # Partners already read need no search: after an import, the changes' time span is mostly the changes.
+    unread = np.ones(len(region.ids), dtype=bool)
+    unread[list(region.loaded)] = False
     partners: set[int] = set()
     for start in range(0, timed.size, SIMULTANEOUS_BLOCK):
         block = timed[start:start + SIMULTANEOUS_BLOCK]
@@ -346,6 +358,7 @@ def _load_simultaneous(region: Region, changed: np.ndarray) -> None:
         high = np.searchsorted(times, region.times[block[-1]] + ORDER_TOLERANCE_SECONDS, side="right")
         for near_start in range(low, high, SIMULTANEOUS_SPAN):
             near = order[near_start:min(high, near_start + SIMULTANEOUS_SPAN)]
+            near = near[unread[near]]
             close = np.abs(region.times[block][:, None] - region.times[near][None, :]) <= ORDER_TOLERANCE_SECONDS
             close &= (region.kinds[block][:, None] == region.kinds[near][None, :]) & (block[:, None] != near[None, :])
             close &= region.unit[block] @ region.unit[near].T >= dedup.RELATED_SIMILARITY
