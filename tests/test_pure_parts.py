@@ -183,3 +183,26 @@ def test_a_union_adds_the_others_pairs_once_and_a_sample_is_the_lowest_pairs_in_
     assert sample.similarities.tolist() == pytest.approx([0.99, 0.8, 0.8])
     assert union.first(50, n).rows.size == 7
 
+
+
+def test_simultaneous_blocks_cover_each_change_s_minute_and_no_more_than_they_must():
+    """Changes far apart in time (a crossing here and there) each get a narrow span; an import's changes, all in
+    one minute, share blocks of SIMULTANEOUS_BLOCK; every change's own window lies inside its block's range."""
+    from consolidation.hygiene import ORDER_TOLERANCE_SECONDS
+    from consolidation.tasks import dedup_incremental as di
+
+    rng = np.random.default_rng(3)
+    times = np.sort(rng.uniform(0, 30 * 86400, 200_000))  # a month, about one memory every 13 s
+    imported = times.size - 1 - np.arange(2000)  # the last 2,000 written in one minute
+    times[imported] = times[-1]
+    scattered = rng.choice(times.size - 2000, 300, replace=False)
+    timed = np.concatenate([np.sort(scattered), np.sort(imported)])
+    blocks = list(di._blocks(timed, times, times))
+    assert np.array_equal(np.concatenate([b for b, _, _ in blocks]), timed)
+    for block, low, high in blocks:
+        lows = np.searchsorted(times, times[block] - ORDER_TOLERANCE_SECONDS, side="left")
+        highs = np.searchsorted(times, times[block] + ORDER_TOLERANCE_SECONDS, side="right")
+        assert low <= lows.min() and highs.max() <= high and block.size <= di.SIMULTANEOUS_BLOCK
+        assert high - low <= di.SIMULTANEOUS_SPAN or block.size == 1
+    compared = sum(block.size * (high - low) for block, low, high in blocks)
+    assert compared < 2000 * 2000 + 300 * 300  # the import against its minute, each scattered change its own

@@ -352,10 +352,7 @@ def _load_simultaneous(region: Region, changed: np.ndarray) -> None:
     unread = np.ones(len(region.ids), dtype=bool)
     unread[list(region.loaded)] = False
     partners: set[int] = set()
-    for start in range(0, timed.size, SIMULTANEOUS_BLOCK):
-        block = timed[start:start + SIMULTANEOUS_BLOCK]
-        low = np.searchsorted(times, region.times[block[0]] - ORDER_TOLERANCE_SECONDS, side="left")
-        high = np.searchsorted(times, region.times[block[-1]] + ORDER_TOLERANCE_SECONDS, side="right")
+    for block, low, high in _blocks(timed, region.times, times):
         for near_start in range(low, high, SIMULTANEOUS_SPAN):
             near = order[near_start:min(high, near_start + SIMULTANEOUS_SPAN)]
             near = near[unread[near]]
@@ -364,6 +361,23 @@ def _load_simultaneous(region: Region, changed: np.ndarray) -> None:
             close &= region.unit[block] @ region.unit[near].T >= dedup.RELATED_SIMILARITY
             partners.update(near[close.any(axis=0)].tolist())
     region.load(partners)
+
+
+def _blocks(timed: np.ndarray, times_of: np.ndarray, sorted_times: np.ndarray):
+    """The changed memories (`timed`, in time order) in blocks, each with the range of the time-sorted memories
+    within the tolerance of any of its members. A block grows while the next change's window overlaps its range
+    (and it spans at most SIMULTANEOUS_SPAN memories): changes far apart in time (a decay crossing here and
+    there) are each compared with their own minute, not with the stretch of timeline between them."""
+    low = np.searchsorted(sorted_times, times_of[timed] - ORDER_TOLERANCE_SECONDS, side="left")
+    high = np.searchsorted(sorted_times, times_of[timed] + ORDER_TOLERANCE_SECONDS, side="right")
+    start = 0
+    while start < timed.size:
+        end = start + 1
+        while end < timed.size and end - start < SIMULTANEOUS_BLOCK and low[end] < high[end - 1] and \
+                high[end] - low[start] <= SIMULTANEOUS_SPAN:
+            end += 1
+        yield timed[start:end], int(low[start]), int(high[end - 1])
+        start = end
 
 
 # --- changes: the announcements whose verdict can move -------------------------------------------------------
