@@ -282,12 +282,13 @@ def recall(services, settings, exact_recall: bool) -> dict:
     threshold = settings.consolidation_cluster_similarity
     if n <= settings.consolidation_cluster_exact_limit:
         return {"method": "exact", "recall": 1.0, "vectors": n}
-    rows, cols, _ = services.engine.neighbours.pairs(every, normalized(matrix), threshold, lambda done, total: None,
+    every_unit = normalized(matrix)
+    rows, cols, _ = services.engine.neighbours.pairs(every, every_unit, threshold, lambda done, total: None,
                                                      [scope_of[i] for i in every])
     number = np.full(len(every), -1, dtype=np.int64)  # position among the candidates
     number[among] = np.arange(n)
     rows, cols = number[rows], number[cols]
-    unit = normalized(matrix)[among]
+    unit = every_unit[among]
     if exact_recall:
         truth = set(zip(*(a.tolist() for a in similar_pairs_exact(unit, threshold)[:2])))
         sampled = "all"

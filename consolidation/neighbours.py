@@ -255,23 +255,26 @@ def _one_scope(codes: np.ndarray | None) -> bool:
 
 def _subset(built: _Built, ids: Sequence[str], threshold: float) -> Pairs:
     """The built pairs among `ids` above `threshold`, renumbered to positions in `ids`."""
-    stored = _positions(built, ids)
-    if threshold <= built.threshold and stored.size == len(built.position) and \
-            np.array_equal(stored, np.arange(stored.size)):
+    if threshold <= built.threshold and _in_built_order(built, ids):
         return Pairs(*(_read_only(column) for column in built.pairs))  # what was built, as it was built
     renumber = np.full(len(built.position), -1, dtype=INDEX)
-    renumber[stored] = np.arange(len(ids), dtype=INDEX)
+    renumber[_positions(built, ids)] = np.arange(len(ids), dtype=INDEX)
     return _renumbered(built.pairs, renumber, threshold if threshold > built.threshold else None)
 
 
 def _positions(built: _Built, ids: Sequence[str], missing: int | None = None) -> np.ndarray:
     """Where each of `ids` is in the built graph (`missing` for one it does not hold; None: it holds them all).
     Asked for the memories it was built over, in that order (the cluster task after dedup), no lookups."""
-    if len(ids) == len(built.names) and list(ids) == built.names:
+    if _in_built_order(built, ids):
         return np.arange(len(ids), dtype=np.int64)
     if missing is None:
         return np.fromiter((built.position[i] for i in ids), dtype=np.int64, count=len(ids))
     return np.fromiter((built.position.get(i, missing) for i in ids), dtype=np.int64, count=len(ids))
+
+
+def _in_built_order(built: _Built, ids: Sequence[str]) -> bool:
+    """`ids` are the memories the graph holds, in its order."""
+    return len(ids) == len(built.names) and list(ids) == built.names
 
 
 def _renumbered(pairs: Pairs, renumber: np.ndarray, threshold: float | None = None,
