@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .due import Dues
 from .embedding import Embedder
 from . import metrics
 from .errors import RunInProgress, StoreUnavailable
@@ -79,6 +80,8 @@ class ConsolidationEngine:
                                    embedder)
         # The similarity graph, kept between runs: a task re-searches only the vectors that changed since.
         self.neighbours = NeighbourGraph(settings)
+        # When decay and forget next need each memory (due.py), kept by this process's last pass of each.
+        self.dues: dict[str, Dues] = {}
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         self._background: list[threading.Thread] = []
         self._background_lock = threading.Lock()
@@ -277,7 +280,7 @@ class ConsolidationEngine:
                          incremental_version(task, self.settings), run.full, bool(run.scope))
         ctx = TaskContext(self.settings, graph, hygiene, self.stores.vectors, self.lifecycle, self.summarizer,
                           now=now, neighbours=self.neighbours, progress=ProgressWriter(self.runs, run, task),
-                          since=plan.since)
+                          since=plan.since, change_counter=int(control.get(CHANGE) or 0), dues=self.dues)
         started = time.monotonic()
         try:
             # The task may fall back to a full pass (its report then says so, overriding the plan's words).

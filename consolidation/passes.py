@@ -11,8 +11,8 @@ import numpy as np
 
 from .timeutil import parse_iso
 
-# The tasks that can work on what changed plus its neighbourhood; decay and forget are linear and always full.
-INCREMENTAL_TASKS = ("dedup", "creative", "cluster")
+# The tasks that can work on what changed plus its neighbourhood (decay and forget: plus what came due, due.py).
+INCREMENTAL_TASKS = ("decay", "dedup", "creative", "cluster", "forget")
 
 
 @dataclass(frozen=True)

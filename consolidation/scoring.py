@@ -30,10 +30,52 @@ def relevance_scores(
     access = np.where(
         days_since_access <= RECENT_ACCESS_DAYS, 1.0, np.exp(-ACCESS_DECAY_PER_DAY * days_since_access)
     )
-    connectedness = 1.0 + RELATIONSHIP_WEIGHT * np.log1p(relationship_counts)
+    connectedness = _connectedness(relationship_counts)
     importance_factor = 0.5 + importance
     confidence_factor = 0.7 + 0.3 * confidence
     return np.minimum(1.0, age * access * connectedness * importance_factor * confidence_factor)
+
+
+def days_until_below(
+    target: np.ndarray,
+    age_days: np.ndarray,
+    days_since_access: np.ndarray,
+    ageing: np.ndarray,
+    unused: np.ndarray,
+    relationship_counts: np.ndarray,
+    importance: np.ndarray,
+    confidence: np.ndarray,
+) -> np.ndarray:
+    """Days from now until relevance_scores first falls below `target` if nothing but time changes: 0 if it is
+    below already, inf if it never will. `ageing` / `unused` (0 or 1) say whether the age / the days since the
+    last access grow with time (they stay 0 for a memory whose times are unknown).
+
+    With the other factors fixed, ln(relevance) falls linearly: 0.01 a day while the last access is at most a
+    day old, then one step down and 0.01 + 0.05 a day. The cap at 1.0 never matters for a target up to 1.
+    """
+    fixed = np.log(_connectedness(relationship_counts) * (0.5 + importance) * (0.7 + 0.3 * confidence))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        floor = np.log(np.where(target > 0, target, np.nan))  # nothing falls below a target <= 0
+    age_rate = AGE_DECAY_PER_DAY * ageing
+    recent_room = fixed - AGE_DECAY_PER_DAY * age_days - floor
+    while_recent = _days_to_use_up(recent_room, age_rate)
+    recent_ends = _days_to_use_up(RECENT_ACCESS_DAYS - days_since_access, unused)
+    later = _days_to_use_up(recent_room - ACCESS_DECAY_PER_DAY * days_since_access,
+                            age_rate + ACCESS_DECAY_PER_DAY * unused)
+    days = np.where(while_recent <= recent_ends, while_recent, np.maximum(recent_ends, later))
+    return np.where(np.isnan(floor), np.inf, np.where(target > 1.0, 0.0, days))
+
+
+def _days_to_use_up(room: np.ndarray, rate: np.ndarray) -> np.ndarray:
+    """Days until `room` shrinking by `rate` a day is gone (strictly below 0): 0 if it is gone, inf if it
+    never shrinks."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        days = np.where(rate > 0, room / rate, np.inf)
+    return np.where(room < 0, 0.0, np.maximum(days, 0.0))
+
+
+def _connectedness(relationship_counts: np.ndarray) -> np.ndarray:
+    return 1.0 + RELATIONSHIP_WEIGHT * np.log1p(relationship_counts)
 
 
 def clean_fraction(values: np.ndarray, default: float) -> np.ndarray:

@@ -206,3 +206,19 @@ def test_simultaneous_blocks_cover_each_change_s_minute_and_no_more_than_they_mu
         assert high - low <= di.SIMULTANEOUS_SPAN or block.size == 1
     compared = sum(block.size * (high - low) for block, low, high in blocks)
     assert compared < 2000 * 2000 + 300 * 300  # the import against its minute, each scattered change its own
+
+
+def test_due_times_kept_between_passes():
+    from consolidation.due import USE_MARGIN, Dues
+
+    start = NOW
+    at = start.timestamp()
+    dues = Dues.kept(np.array([1, 2, 3, 4]), np.array([at + 10, np.inf, at + 100, at + 5]), 7, start)
+    assert dues.node_ids.tolist() == [1, 3, 4]  # never due: not kept
+    assert sorted(dues.due_by(start + timedelta(seconds=10)).tolist()) == [1, 4]
+    assert dues.used_since() == start - USE_MARGIN
+    # A pass read 1 (still there, due later), 4 (gone) and 9 (new); 3 was not read and keeps its time.
+    later = start + timedelta(minutes=5)
+    after = dues.updated(np.array([1, 4, 9]), np.array([1, 9]), np.array([at + 500, at + 50]), 12, later)
+    assert dict(zip(after.node_ids.tolist(), after.due.tolist())) == {3: at + 100, 1: at + 500, 9: at + 50}
+    assert (after.change, after.taken_at) == (12, later)

@@ -21,6 +21,11 @@ from .control import control_node
 # The property holding the number of a memory's (or a tombstone's) last change.
 CHANGE = "change_seq"
 
+# The property holding the number of the last write that added or took away one of a memory's relationships
+# without changing the memory: decay and forget count relationships, so they read such a memory again; for dedup
+# and clustering (which compare contents) it is no change. The number comes from the same sequence.
+TOUCH = "touch_seq"
+
 # Prefix of a write query: takes the next number as `change` (one per query, so one per written chunk).
 NEXT_CHANGE = (f"MERGE {control_node('chg')} SET chg.{CHANGE} = coalesce(chg.{CHANGE}, 0) + 1 "
                f"WITH chg.{CHANGE} AS change ")
@@ -28,15 +33,27 @@ NEXT_CHANGE = (f"MERGE {control_node('chg')} SET chg.{CHANGE} = coalesce(chg.{CH
 # Stamp the memory bound to `m` (as a SET item).
 STAMP = f"m.{CHANGE} = change"
 
+
+
+def touch(*variables: str) -> str:
+    """SET items stamping these nodes (a null one is left alone) as touched by the write numbered `change`."""
+    return ", ".join(f"{variable}.{TOUCH} = change" for variable in variables)
+
+
+# Before the memory bound to `m` is detached and deleted, its neighbours lose a relationship: they are touched.
+TOUCH_NEIGHBOURS = (f"WITH m, change OPTIONAL MATCH (m)--(x) WITH m, change, collect(x) AS xs "
+                    f"FOREACH (y IN xs | SET {touch('y')})")
+
 # What the service keeps on a memory node for itself (its change number, and the fact terms dedup stores so an
 # incremental run finds memories by term): not the memory's fields, so reads of a memory leave them out.
-BOOKKEEPING = frozenset({CHANGE, "fact_terms", "fact_anchors", "fact_least", "fact_stamp"})
+BOOKKEEPING = frozenset({CHANGE, TOUCH, "fact_terms", "fact_anchors", "fact_least", "fact_stamp"})
 
 
 def without_bookkeeping(properties: dict) -> dict:
     return {name: value for name, value in properties.items() if name not in BOOKKEEPING}
 
 
-def changed_after(variable: str = "m") -> str:
-    """A condition true for a node changed after the `$since` watermark (an indexed range read)."""
-    return f"{variable}.{CHANGE} > $since"
+def changed_after(variable: str = "m", stamp: str = CHANGE) -> str:
+    """A condition true for a node changed (or, with stamp=TOUCH, touched) after the `$since` watermark (an
+    indexed range read)."""
+    return f"{variable}.{stamp} > $since"

@@ -10,11 +10,12 @@ from typing import Any
 import numpy as np
 import redis
 
+from ..due import Lookup
 from ..hygiene import TERMS_VERSION, text_terms
 from ..scopes import Scoping
 from ..scoring import CANDIDATE_RELEVANCE
 from ..timeutil import epoch_seconds
-from .changes import CHANGE, NEXT_CHANGE, STAMP, changed_after, without_bookkeeping
+from .changes import CHANGE, NEXT_CHANGE, STAMP, TOUCH, TOUCH_NEIGHBOURS, changed_after, touch, without_bookkeeping
 from .control import control_node
 from .falkor import Falkor, booleans, chunked, floats
 
@@ -25,10 +26,19 @@ RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 DEGREE = "indegree(m) + outdegree(m)"
 SUPERSEDED = "m.superseded_by IS NOT NULL"
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
+# What an incremental decay or forget reads besides the memories due, each through an index: the condition, and
+# the Lookup field it is bound to (as the parameter of that name).
+LOOKUP_READS = {
+    "changed": (changed_after(), "since"),
+    "touched": (changed_after(stamp=TOUCH), "since"),
+    "used": ("m.last_accessed >= $used_since", "used_since"),
+}
 SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they are read with every other one
-# Range indexes the queries rely on: ids, change markers ("changed since"), and dedup's stored fact terms
-# (array properties: FalkorDB indexes each element, so "memories holding term t" is an index lookup).
-INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
+# Range indexes the queries rely on: ids, change and touch markers ("changed since"), uses ("used since"), and
+# dedup's stored fact terms (array properties: FalkorDB indexes each element, so "memories holding term t" is an
+# index lookup).
+INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", TOUCH), ("Memory", "last_accessed"),
+           ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
            ("Tombstone", "memory_id"), ("Tombstone", CHANGE), ("ConsolidationRun", "id"), ("MergeRecord", "id"),
            ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"))
 
@@ -148,7 +158,8 @@ class GraphStore:
 
     def remove_memories(self, ids: Sequence[str]) -> None:
         """Remove nodes outright (undoing a write that failed half-way; forgetting goes through tombstones)."""
-        self.falkor.write_chunks("UNWIND $rows AS id MATCH (m:Memory {id: id}) DETACH DELETE m", list(ids))
+        self.falkor.write_chunks(NEXT_CHANGE + "UNWIND $rows AS id MATCH (m:Memory {id: id}) "
+                                 f"{TOUCH_NEIGHBOURS} DETACH DELETE m", list(ids))
 
     def get_memory(self, memory_id: str) -> dict[str, Any] | None:
         found = self.get_memories([memory_id])
@@ -223,17 +234,34 @@ class GraphStore:
 
     # --- decay -----------------------------------------------------------------------------------
 
-    def scoring_inputs(self, importance_threshold: float | None) -> ScoringInputs:
-        """The active memories decay scores (all of them, or those at or above the importance threshold)."""
+    def scoring_inputs(self, importance_threshold: float | None, lookup: Lookup | None = None) -> ScoringInputs:
+        """The active memories decay scores (all of them, or those at or above the importance threshold; only
+        those the lookup names, if given)."""
         where = f"{ACTIVE} AND {self.scoping.where()}"
         params = self.scoping.params()
         if importance_threshold is not None:
             where += " AND coalesce(m.importance, 0.5) >= $threshold"
             params["threshold"] = importance_threshold
-        columns = self.falkor.scan_memories(
+        columns = self._memories(
             where, f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
-            f"{DEGREE}, {SUPERSEDED}", params)
+            f"{DEGREE}, {SUPERSEDED}", params, lookup)
         return _scoring_inputs(columns)
+
+    def _memories(self, where: str, returns: str, params: dict[str, Any], lookup: Lookup | None) -> list[list[Any]]:
+        """`returns` (starting with m.id, id(m)) as columns for the memories matching `where`: every one, or
+        those the lookup names (each of its parts is an indexed read or a seek by node id)."""
+        if lookup is None:
+            return self.falkor.scan_memories(where, returns, params)
+        rows: dict[int, list[Any]] = {}
+        for condition, bound in LOOKUP_READS.values():
+            rows.update((row[1], row) for row in self.falkor.execute(
+                f"MATCH (m:Memory) WHERE {condition} AND ({where}) RETURN {returns}",
+                {**params, bound: getattr(lookup, bound)}, read_only=True))
+        for part in chunked(lookup.node_ids.tolist(), 5000):
+            rows.update((row[1], row) for row in self.falkor.execute(
+                f"UNWIND $nodes AS node MATCH (m:Memory) WHERE id(m) = node AND ({where}) RETURN {returns}",
+                {**params, "nodes": list(part)}, read_only=True))
+        return [list(column) for column in zip(*rows.values())] if rows else []
 
     def write_scores(self, node_ids: Sequence[int], ids: Sequence[str], scores: Iterable[float]) -> None:
         """Set relevance scores by internal node id (a direct seek), checking the memory id still matches."""
@@ -304,8 +332,8 @@ class GraphStore:
         if relation != "DISCOVERED":
             raise ValueError(f"unknown association relation {relation}")
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) WHERE NOT (a)--(b) "
-            f"CREATE (a)-[r:{relation}]->(b) SET r = row.props",
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) "
+            f"WHERE NOT (a)--(b) CREATE (a)-[r:{relation}]->(b) SET r = row.props, {touch('a', 'b')}",
             list(rows),
             chunk=500,
         )
@@ -376,36 +404,39 @@ class GraphStore:
                            removed: Sequence[tuple[str, str]]) -> None:
         """Create or update MetaPatterns {id, props}, then add and remove (pattern, member) SUMMARIZES edges."""
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MERGE (p:Memory:MetaPattern {id: row.id}) SET p += row.props", list(patterns),
+            NEXT_CHANGE + f"UNWIND $rows AS row MERGE (p:Memory:MetaPattern {{id: row.id}}) SET p += row.props, "
+            f"{touch('p')}", list(patterns),
             chunk=200,
         )
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MATCH (p:Memory {id: row[0]})-[s:SUMMARIZES]->(m:Memory {id: row[1]}) DELETE s",
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (p:Memory {id: row[0]})-[s:SUMMARIZES]->(m:Memory {id: row[1]}) "
+            f"SET {touch('p', 'm')} DELETE s",
             [list(pair) for pair in removed],
         )
         self.falkor.write_chunks(
-            "UNWIND $rows AS row MATCH (p:Memory {id: row[0]}), (m:Memory {id: row[1]}) MERGE (p)-[:SUMMARIZES]->(m)",
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (p:Memory {id: row[0]}), (m:Memory {id: row[1]}) "
+            f"MERGE (p)-[:SUMMARIZES]->(m) SET {touch('p', 'm')}",
             [list(pair) for pair in added],
         )
 
     def retire_meta_patterns(self, ids: Sequence[str], retired_at: str) -> None:
         """A MetaPattern whose cluster dissolved is archived and stops summarizing anything."""
         self.falkor.write_chunks(
-            "UNWIND $rows AS id MATCH (p:MetaPattern {id: id}) "
-            "SET p.archived = true, p.archived_at = $at, p.retired_at = $at, p.protected = false "
-            "WITH p OPTIONAL MATCH (p)-[s:SUMMARIZES]->() DELETE s",
+            NEXT_CHANGE + "UNWIND $rows AS id MATCH (p:MetaPattern {id: id}) "
+            f"SET p.archived = true, p.archived_at = $at, p.retired_at = $at, p.protected = false, {touch('p')} "
+            f"WITH p, change OPTIONAL MATCH (p)-[s:SUMMARIZES]->(m) SET {touch('m')} DELETE s",
             list(ids),
             at=retired_at,
         )
 
     # --- forgetting ------------------------------------------------------------------------------
 
-    def forget_inputs(self) -> ForgetInputs:
-        """Every memory, archived ones too, with what the forgetting rules look at."""
-        columns = self.falkor.scan_memories(
+    def forget_inputs(self, lookup: Lookup | None = None) -> ForgetInputs:
+        """Every memory, archived ones too (or those the lookup names), with what the forgetting rules look at."""
+        columns = self._memories(
             self.scoping.where(), "m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
             f"{DEGREE}, {SUPERSEDED}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at",
-            self.scoping.params())
+            self.scoping.params(), lookup)
         if not columns:
             empty = np.zeros(0)
             return ForgetInputs(_scoring_inputs([]), np.zeros(0, bool), [], np.zeros(0, bool), [], empty)

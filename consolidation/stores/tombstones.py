@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .changes import CHANGE, NEXT_CHANGE, STAMP, changed_after
+from .changes import CHANGE, NEXT_CHANGE, STAMP, TOUCH_NEIGHBOURS, changed_after, touch
 from .falkor import Falkor
 
 RELATION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -34,7 +34,7 @@ class TombstoneStore:
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS mid MATCH (t:Tombstone {memory_id: mid}) WHERE t.state = 'pending' "
             f"SET t.state = 'deleted', t.{CHANGE} = change "
-            "WITH DISTINCT mid OPTIONAL MATCH (m:Memory {id: mid}) DETACH DELETE m",
+            f"WITH DISTINCT mid, change OPTIONAL MATCH (m:Memory {{id: mid}}) {TOUCH_NEIGHBOURS} DETACH DELETE m",
             list(memory_ids),
             chunk=500,
         )
@@ -148,8 +148,8 @@ def restore_edges(falkor: Falkor, memory_id: str, edges: Sequence[dict[str, Any]
     for (relation, outgoing), group in edge_groups(edges).items():
         pattern = f"(m)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(m)"
         rows = falkor.execute(
-            "MATCH (m:Memory {id: $id}) UNWIND $rows AS e MATCH (o:Memory {id: e.other_id}) "
-            f"MERGE {pattern} SET r = e.properties RETURN count(r)",
+            NEXT_CHANGE + "MATCH (m:Memory {id: $id}) UNWIND $rows AS e MATCH (o:Memory {id: e.other_id}) "
+            f"MERGE {pattern} SET r = e.properties, {touch('m', 'o')} RETURN count(r)",
             {"id": memory_id, "rows": group},
         )
         restored += int(rows[0][0]) if rows else 0

@@ -10,6 +10,9 @@ from ..settings import Settings
 from . import cluster, cluster_incremental, creative, decay, dedup, dedup_incremental, forget
 from .context import TaskContext
 
+# The version of how decay and forget find what came due (due.py): a new one makes their next pass full.
+DUE_VERSION = 1
+
 TaskFunction = Callable[[TaskContext, bool], dict[str, Any]]
 
 
@@ -43,6 +46,10 @@ def incremental_version(task: str, settings: Settings) -> int:
         "cluster": (settings.consolidation_cluster_similarity, settings.consolidation_cluster_min_size,
                     settings.consolidation_scope_properties),
         "creative": (),
+        "decay": (DUE_VERSION, settings.consolidation_score_epsilon, settings.consolidation_decay_importance_threshold),
+        "forget": (DUE_VERSION, settings.consolidation_archive_threshold, settings.consolidation_delete_threshold,
+                   settings.consolidation_grace_period_days, settings.consolidation_protected_importance,
+                   sorted(settings.consolidation_protected_types)),
     }.get(task, ())
     return zlib.crc32(repr(shape).encode())
 

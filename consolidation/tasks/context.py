@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..due import Dues
 from ..lifecycle import Lifecycle
 from ..neighbours import NeighbourGraph
 from ..settings import Settings
@@ -36,6 +37,9 @@ class TaskContext:
     # An incremental pass: the watermark, whose later changes (and their neighbourhood) the task works on.
     # None: a full pass over every memory.
     since: int | None = None
+    # The change counter at the task's start, and the due times decay and forget keep in this process.
+    change_counter: int = 0
+    dues: dict[str, Dues] = field(default_factory=dict)
 
 
 def positions_in(listed: Sequence[str], ids: Sequence[str]) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Decay: rescore every active memory's relevance and write the changed scores to the graph and Qdrant."""
+"""Decay: rescore the active memories' relevance and write the changed scores to the graph and Qdrant (every
+memory in a full pass; in an incremental one, those whose score could have moved by more than epsilon)."""
 
 from __future__ import annotations
 
@@ -9,24 +10,34 @@ from typing import Any
 
 import numpy as np
 
-from ..scoring import DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE, changed, clean_fraction, distribution, relevance_scores
+from ..scoring import (DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE, changed, clean_fraction, days_until_below,
+                       distribution, relevance_scores)
 from ..stores.graph import ScoringInputs
-from ..timeutil import days_between
+from ..timeutil import SECONDS_PER_DAY, days_between
 from .context import TaskContext
+from .dues import fell_back, keep_dues, lookup_for
 
 log = logging.getLogger(__name__)
 WRITE_CHUNK = 5000
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
-    inputs = ctx.graph.scoring_inputs(ctx.settings.consolidation_decay_importance_threshold)
+    lookup, fallback = lookup_for(ctx, "decay")
+    inputs = ctx.graph.scoring_inputs(ctx.settings.consolidation_decay_importance_threshold, lookup)
     ctx.progress(0, len(inputs))
     scores = current_relevance(inputs, ctx.now)
-    rewrite = np.flatnonzero(changed(inputs.relevance, scores, ctx.settings.consolidation_score_epsilon))
-    if not dry_run and rewrite.size:
-        _write(ctx, inputs, rewrite, scores)
+    epsilon = ctx.settings.consolidation_score_epsilon
+    moved = changed(inputs.relevance, scores, epsilon)
+    rewrite = np.flatnonzero(moved)
+    if not dry_run:
+        if rewrite.size:
+            _write(ctx, inputs, rewrite, scores)
+        # Due when the score, as now stored, would next be rewritten.
+        stored = np.where(moved, scores, inputs.relevance)
+        keep_dues(ctx, "decay", lookup, inputs.node_ids, relevance_due(inputs, ctx.now, stored - epsilon))
     ctx.progress(len(inputs), len(inputs))
     return {
+        **fell_back(fallback),
         "memories_processed": len(inputs),
         "scores_changed": int(rewrite.size),
         "scores_unchanged": len(inputs) - int(rewrite.size),
@@ -66,15 +77,33 @@ def _graph_write(ctx, inputs, rows, scores, ids, part, mirrored) -> None:
 def current_relevance(inputs: ScoringInputs, now: datetime) -> np.ndarray:
     """The formula applied at `now`; a missing creation time counts as now, a missing access as the creation,
     and a superseded memory's uses no longer count: it decays as if unused since it was made."""
-    created = np.where(np.isnan(inputs.created), now.timestamp(), inputs.created)
-    accessed = np.where(np.isnan(inputs.last_accessed) | inputs.superseded, created, inputs.last_accessed)
-    return relevance_scores(
-        age_days=days_between(created, now),
-        days_since_access=days_between(accessed, now),
-        relationship_counts=inputs.relationship_counts,
-        importance=clean_fraction(inputs.importance, DEFAULT_IMPORTANCE),
-        confidence=clean_fraction(inputs.confidence, DEFAULT_CONFIDENCE),
-    )
+    return relevance_scores(**_formula_inputs(inputs, now)[0])
+
+
+def relevance_due(inputs: ScoringInputs, now: datetime, target: np.ndarray) -> np.ndarray:
+    """The epoch second each memory's relevance first falls below `target` if only time passes (inf: never),
+    a second early so rounding never makes it late."""
+    known, (ageing, unused) = _formula_inputs(inputs, now)
+    days = days_until_below(target, ageing=ageing, unused=unused, **known)
+    return now.timestamp() + days * SECONDS_PER_DAY - 1.0
+
+
+def _formula_inputs(inputs: ScoringInputs, now: datetime) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, ...]]:
+    """The formula's inputs at `now`, and whether the age and the days since the last access grow with time (a
+    time taken as `now` stays now)."""
+    unknown_creation = np.isnan(inputs.created)
+    created = np.where(unknown_creation, now.timestamp(), inputs.created)
+    use_unknown = np.isnan(inputs.last_accessed) | inputs.superseded
+    accessed = np.where(use_unknown, created, inputs.last_accessed)
+    known = {
+        "age_days": days_between(created, now),
+        "days_since_access": days_between(accessed, now),
+        "relationship_counts": inputs.relationship_counts,
+        "importance": clean_fraction(inputs.importance, DEFAULT_IMPORTANCE),
+        "confidence": clean_fraction(inputs.confidence, DEFAULT_CONFIDENCE),
+    }
+    ageing = (~unknown_creation).astype(np.float64)
+    return known, (ageing, np.where(use_unknown & unknown_creation, 0.0, 1.0))
 
 
 def _mean(values: np.ndarray) -> float | None:

@@ -1,4 +1,5 @@
-"""Controlled forgetting: archive, then delete, only unprotected memories whose relevance fell below a threshold."""
+"""Controlled forgetting: archive, then delete, only unprotected memories whose relevance fell below a threshold
+(judging every memory in a full pass; in an incremental one, those whose turn could have come)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from ..rules import ForgetDecision, ForgetPolicy, forget_decisions
-from ..timeutil import days_between, to_iso
+from ..timeutil import SECONDS_PER_DAY, days_between, to_iso
 from .context import TaskContext, capped
-from .decay import current_relevance
+from .decay import current_relevance, relevance_due
+from .dues import fell_back, keep_dues, lookup_for
 
 
 def policy_of(settings) -> ForgetPolicy:
@@ -26,15 +28,17 @@ def policy_of(settings) -> ForgetPolicy:
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
     completed = 0 if dry_run else ctx.lifecycle.complete_pending()
-    inputs = ctx.graph.forget_inputs()
+    lookup, fallback = lookup_for(ctx, "forget")
+    inputs = ctx.graph.forget_inputs(lookup)
     scoring = inputs.scoring
     ctx.progress(0, len(scoring))
     # Forgetting judges each memory by its relevance now, not by a stored score decay may not have refreshed.
     relevance = current_relevance(scoring, ctx.now)
     # A restore starts a fresh grace period: the age that protects a memory counts from the later of the two.
     grace_from = np.fmax(scoring.created, inputs.restored)
+    policy = policy_of(settings)
     decisions = forget_decisions(
-        policy_of(settings), scoring.ids, relevance, inputs.archived, days_between(grace_from, ctx.now),
+        policy, scoring.ids, relevance, inputs.archived, days_between(grace_from, ctx.now),
         scoring.importance, inputs.types, inputs.protected, inputs.protected_reasons,
     )
     to_archive = [d.memory_id for d in decisions if d.action == "archive"]
@@ -46,9 +50,12 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
             ctx.vectors.set_archived(to_archive, True)
         ctx.lifecycle.delete(to_delete, ctx.now)
         purged = ctx.lifecycle.purge_expired(ctx.now, settings.consolidation_tombstone_retention_days)
+        keep_dues(ctx, "forget", lookup, scoring.node_ids,
+                  _due(policy, inputs, grace_from, ctx.now, set(to_archive), set(to_delete)))
     ctx.progress(len(scoring), len(scoring))
     counts = Counter(d.action for d in decisions)
     return {
+        **fell_back(fallback),
         "memories_processed": len(scoring),
         "archived": counts["archive"],
         "deleted": counts["delete"],
@@ -63,3 +70,19 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
 def _public(decision: ForgetDecision) -> dict[str, Any]:
     return {"memory_id": decision.memory_id, "action": decision.action, "reason": decision.reason,
             "relevance_score": round(decision.relevance_score, 6)}
+
+
+def _due(policy: ForgetPolicy, inputs, grace_from: np.ndarray, now, archived_now: set[str],
+         deleted_now: set[str]) -> np.ndarray:
+    """The epoch second each memory could first be archived or deleted if only time passes (inf: never): when
+    its relevance falls below the threshold that applies to it and no grace period shields it any more. A
+    memory protected by a flag, its importance or its type waits for a change to it, never for time."""
+    scoring = inputs.scoring
+    archived = inputs.archived | np.fromiter((i in archived_now for i in scoring.ids), bool, len(scoring))
+    threshold = np.where(archived, policy.delete_threshold, max(policy.archive_threshold, policy.delete_threshold))
+    below = relevance_due(scoring, now, threshold)
+    grace_ends = grace_from + policy.grace_period_days * SECONDS_PER_DAY
+    shielded = inputs.protected | (np.nan_to_num(scoring.importance, nan=-1.0) >= policy.protected_importance) | \
+        np.fromiter((t in policy.protected_types for t in inputs.types), bool, len(scoring)) | np.isnan(grace_ends)
+    gone = np.fromiter((i in deleted_now for i in scoring.ids), bool, len(scoring))
+    return np.where(shielded | gone, np.inf, np.fmax(below, grace_ends))
