@@ -78,7 +78,7 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 @click.option("--task", type=click.Choice([*TASK_NAMES, "full"]), default="full", show_default=True)
 @click.option("--dry-run", is_flag=True, help="Compute and report, write nothing.")
 @click.option("--full-pass", is_flag=True,
-              help="dedup, creative and cluster read every memory, not what changed since their last run.")
+              help="every task reads every memory, not what changed (or came due) since its last run.")
 @click.option("--url", help=URL_HELP)
 @click.option("--graph", help=GRAPH_HELP)
 def consolidate(task: str, dry_run: bool, full_pass: bool, url: str | None, graph: str | None) -> None:

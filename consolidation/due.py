@@ -18,9 +18,12 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-# A use written by another program may carry another time zone or a clock a little off: uses this long before
-# the last pass are read again (reading a memory needlessly costs a read, never a wrong result).
-USE_MARGIN = timedelta(days=1)
+# Uses are found by comparing ISO-8601 texts, which orders UTC times (as this service and AutoMem write them)
+# correctly; this margin covers another writer's clock running a little behind. A use written with another
+# offset may compare as older than it is and be missed: it only raises the score, so the memory's old due time
+# comes earlier than its true one, and the pass that reads it then sees the use (forget never acts on a
+# memory it has not read afresh). Until then, its stored score is lower than a full pass would write.
+USE_MARGIN = timedelta(minutes=15)
 
 
 @dataclass(frozen=True)

@@ -72,8 +72,8 @@ class Settings(BaseModel):
     consolidation_cluster_interval_seconds: Seconds = Field(2592000, description="seconds >= 0 (0 disables)")
     consolidation_forget_interval_seconds: Seconds = Field(0, description="seconds >= 0 (0 disables)")
     consolidation_full_pass_interval_seconds: Seconds = Field(
-        604800, description="seconds >= 0 between full passes of dedup, creative and cluster, which in between "
-                            "work on what changed since their last run (0: every run is a full pass)")
+        604800, description="seconds >= 0 between full passes of each task, which in between work on what "
+                            "changed (or came due) since their last run (0: every run is a full pass)")
     consolidation_history_limit: int = Field(20, ge=1, le=1000, description="an integer 1..1000")
     consolidation_lease_seconds: float = Field(
         60.0, ge=3, le=3600, description="seconds 3..3600 a run's lease lasts without renewal"

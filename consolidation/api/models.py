@@ -27,8 +27,8 @@ class ConsolidateRequest(Strict):
     task: TaskChoice | None = Field(None, description="one task; full, all or omitted: all five in order")
     mode: TaskChoice | None = Field(None, description="AutoMem's name for task (give one of the two)")
     dry_run: bool = Field(False, description="report what would change, write nothing")
-    full: bool = Field(False, description="dedup, creative and cluster read every memory (a full pass) instead of "
-                                          "what changed since their last run (see CONSOLIDATION_FULL_PASS_INTERVAL_"
+    full: bool = Field(False, description="every task reads every memory (a full pass) instead of what changed "
+                                          "(or came due) since its last run (see CONSOLIDATION_FULL_PASS_INTERVAL_"
                                           "SECONDS)")
     wait: bool = Field(False, description="answer 200 with the result when done, instead of 202 at once")
     scope: dict[str, str] | None = Field(
