@@ -154,3 +154,41 @@ def test_when_most_memories_are_due_the_pass_reads_them_all(scenario, monkeypatc
     clock.advance(days=3)  # every active score (0.2 or more) moved by more than epsilon: 0.06 a day of it
     result = run(built.services)
     assert result["decay"]["pass"] == "full" and "quarter" in result["decay"]["pass_reason"]
+
+
+def test_every_write_of_the_service_that_adds_or_removes_a_relationship_touches_both_ends(tmp_path):
+    """Decay counts relationships, so each end of one the service adds or takes away is read again."""
+    services = build_services(make_settings(tmp_path / "data", **SETTINGS), clock=Clock())
+    try:
+        graph, hygiene = services.stores.graph, services.engine.lifecycle.hygiene
+        falkor = graph.falkor
+
+        def touches(*names) -> dict[str, int | None]:
+            rows = falkor.records("UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id, m.touch_seq",
+                                  {"ids": [ids[n] for n in names]})
+            return {next(n for n in names if ids[n] == memory_id): seq for memory_id, seq in rows}
+
+        ids = {name: add_memory(services, content=f"memory {name}") for name in "abcdefgh"}
+        assert set(touches(*ids).values()) == {None}
+        graph.create_associations("DISCOVERED", [{"a": ids["a"], "b": ids["b"], "props": {}}])
+        hygiene.supersede([{"newer": ids["c"], "older": ids["d"], "confidence": 0.9, "reason": "test"}],
+                          NOW.isoformat())
+        hygiene.contradict([{"a": ids["e"], "b": ids["f"], "confidence": 0.9, "reason": "test"}], NOW.isoformat())
+        first = touches(*ids)
+        assert all(first[n] is not None for n in "abcef") and first["g"] is None
+        # A MetaPattern's members: touched when it takes them, and again when it lets them go.
+        graph.save_meta_patterns([{"id": "pattern", "props": {"type": "MetaPattern", "content": "p"}}],
+                                 added=[("pattern", ids["g"]), ("pattern", ids["h"])], removed=[])
+        taken = touches("g", "h")
+        graph.save_meta_patterns([], added=[], removed=[("pattern", ids["g"])])
+        graph.retire_meta_patterns(["pattern"], NOW.isoformat())
+        let_go = touches("g", "h")
+        assert taken["g"] < let_go["g"] and taken["h"] < let_go["h"]
+        # A deletion touches the neighbours; restoring it touches them again.
+        before = touches("b")["b"]
+        assert services.engine.lifecycle.delete({ids["a"]: "test"}, NOW) == 1
+        deleted = touches("b")["b"]
+        services.memories.restore(ids["a"])
+        assert before < deleted < touches("b")["b"]
+    finally:
+        services.close()
