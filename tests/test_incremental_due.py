@@ -5,6 +5,7 @@ kind of memory it reads, and the full pass finds work it missed."""
 from __future__ import annotations
 
 import math
+import time
 from datetime import timedelta
 
 import numpy as np
@@ -118,7 +119,7 @@ def test_an_incremental_decay_and_forget_leave_what_a_full_pass_leaves(scenario)
     assert states(services) == after
 
 
-def _nothing_due(self, moment):
+def _none(*args):
     return np.zeros(0, np.int64)
 
 
@@ -126,7 +127,9 @@ def _nothing_due(self, moment):
 def test_each_kind_of_memory_an_incremental_pass_reads_is_needed(scenario, monkeypatch, left_out):
     built, _ = scenario
     if left_out == "due":
-        monkeypatch.setattr(Dues, "due_by", _nothing_due)
+        monkeypatch.setattr(Dues, "due_by", _none)
+    elif left_out == "touched":
+        monkeypatch.setattr(graph_module.GraphStore, "touched_since", _none)
     else:
         monkeypatch.delitem(graph_module.LOOKUP_READS, left_out)
     fast = run(built.services)
@@ -163,32 +166,38 @@ def test_every_write_of_the_service_that_adds_or_removes_a_relationship_touches_
         graph, hygiene = services.stores.graph, services.engine.lifecycle.hygiene
         falkor = graph.falkor
 
-        def touches(*names) -> dict[str, int | None]:
-            rows = falkor.records("UNWIND $ids AS i MATCH (m:Memory {id: i}) RETURN m.id, m.touch_seq",
-                                  {"ids": [ids[n] for n in names]})
-            return {next(n for n in names if ids[n] == memory_id): seq for memory_id, seq in rows}
-
         ids = {name: add_memory(services, content=f"memory {name}") for name in "abcdefgh"}
-        assert set(touches(*ids).values()) == {None}
+        node = {name: falkor.execute("MATCH (m:Memory {id: $id}) RETURN id(m)", {"id": i})[0][0]
+                for name, i in ids.items()}
+        since = [int(falkor.execute("MATCH (c:ConsolidationControl) RETURN c.change_seq")[0][0])]
+
+        def touched_now() -> set[str]:
+            """The memories touched since the last call."""
+            found = set(graph.touched_since(since[-1]).tolist())
+            since.append(int(falkor.execute("MATCH (c:ConsolidationControl) RETURN c.change_seq")[0][0]))
+            return {name for name, n in node.items() if n in found}
+
+        assert touched_now() == set()
         graph.create_associations("DISCOVERED", [{"a": ids["a"], "b": ids["b"], "props": {}}])
         hygiene.supersede([{"newer": ids["c"], "older": ids["d"], "confidence": 0.9, "reason": "test"}],
                           NOW.isoformat())
         hygiene.contradict([{"a": ids["e"], "b": ids["f"], "confidence": 0.9, "reason": "test"}], NOW.isoformat())
-        first = touches(*ids)
-        assert all(first[n] is not None for n in "abcef") and first["g"] is None
+        assert touched_now() == {"a", "b", "c", "e", "f"}  # d is superseded: a change, not only a touch
         # A MetaPattern's members: touched when it takes them, and again when it lets them go.
         graph.save_meta_patterns([{"id": "pattern", "props": {"type": "MetaPattern", "content": "p"}}],
                                  added=[("pattern", ids["g"]), ("pattern", ids["h"])], removed=[])
-        taken = touches("g", "h")
+        assert touched_now() == {"g", "h"}
         graph.save_meta_patterns([], added=[], removed=[("pattern", ids["g"])])
+        assert touched_now() == {"g"}
         graph.retire_meta_patterns(["pattern"], NOW.isoformat())
-        let_go = touches("g", "h")
-        assert taken["g"] < let_go["g"] and taken["h"] < let_go["h"]
+        assert touched_now() == {"h"}
         # A deletion touches the neighbours; restoring it touches them again.
-        before = touches("b")["b"]
         assert services.engine.lifecycle.delete({ids["a"]: "test"}, NOW) == 1
-        deleted = touches("b")["b"]
+        assert touched_now() == {"b"}
         services.memories.restore(ids["a"])
-        assert before < deleted < touches("b")["b"]
+        assert "b" in touched_now()
+        # Touches older than the full-pass interval (and a day) are let go.
+        graph.drop_touches((time.time() + 60) * 1000)
+        assert graph.touched_since(0).size == 0
     finally:
         services.close()

@@ -21,10 +21,12 @@ from .control import control_node
 # The property holding the number of a memory's (or a tombstone's) last change.
 CHANGE = "change_seq"
 
-# The property holding the number of the last write that added or took away one of a memory's relationships
-# without changing the memory: decay and forget count relationships, so they read such a memory again; for dedup
-# and clustering (which compare contents) it is no change. The number comes from the same sequence.
-TOUCH = "touch_seq"
+# A write that adds or takes away relationships without changing the memories at their ends leaves one node of
+# this label naming those memories (by internal id) with its change number: decay and forget count
+# relationships, so they read those memories again; for dedup and clustering (which compare contents) it is no
+# change. One node per written chunk, not a property set on each memory: a cluster's first MetaPattern write
+# would otherwise set one on every member (15 µs each, 15 s at a million memories).
+TOUCH = "Touch"
 
 # Prefix of a write query: takes the next number as `change` (one per query, so one per written chunk).
 NEXT_CHANGE = (f"MERGE {control_node('chg')} SET chg.{CHANGE} = coalesce(chg.{CHANGE}, 0) + 1 "
@@ -35,25 +37,35 @@ STAMP = f"m.{CHANGE} = change"
 
 
 
-def touch(*variables: str) -> str:
-    """SET items stamping these nodes (a null one is left alone) as touched by the write numbered `change`."""
-    return ", ".join(f"{variable}.{TOUCH} = change" for variable in variables)
+def touched(*lists: str, counting: str | None = None) -> str:
+    """The end of a write query: a Touch node with the internal ids in these Cypher lists (aggregations over the
+    written rows, like ids_of), stamped with the write's change number and time (ms). With `counting` (an
+    aggregation), the query returns it (no row if nothing was touched)."""
+    count = f"{counting} AS counted, " if counting else ""
+    return (f"WITH change, {count}{' + '.join(lists)} AS touched WHERE size(touched) > 0 "
+            f"CREATE (:{TOUCH} {{change: change, nodes: touched, at: timestamp()}})"
+            + (" RETURN counted" if counting else ""))
 
 
-# Before the memory bound to `m` is detached and deleted, its neighbours lose a relationship: they are touched.
-TOUCH_NEIGHBOURS = (f"WITH m, change OPTIONAL MATCH (m)--(x) WITH m, change, collect(x) AS xs "
-                    f"FOREACH (y IN xs | SET {touch('y')})")
+def ids_of(*variables: str) -> str:
+    """The internal ids of the nodes bound to these variables over all rows (a null one left out)."""
+    return " + ".join(f"collect(DISTINCT id({variable}))" for variable in variables)
+
+
+# The end of a query that detaches and deletes the memory bound to `m`: its neighbours lose a relationship.
+DELETE_TOUCHING_NEIGHBOURS = ("OPTIONAL MATCH (m)--(x) WITH change, m, collect(id(x)) AS neighbours DETACH DELETE m "
+                              "WITH change, collect(neighbours) AS lists "
+                              + touched("reduce(acc = [], part IN lists | acc + part)"))
 
 # What the service keeps on a memory node for itself (its change number, and the fact terms dedup stores so an
 # incremental run finds memories by term): not the memory's fields, so reads of a memory leave them out.
-BOOKKEEPING = frozenset({CHANGE, TOUCH, "fact_terms", "fact_anchors", "fact_least", "fact_stamp"})
+BOOKKEEPING = frozenset({CHANGE, "fact_terms", "fact_anchors", "fact_least", "fact_stamp"})
 
 
 def without_bookkeeping(properties: dict) -> dict:
     return {name: value for name, value in properties.items() if name not in BOOKKEEPING}
 
 
-def changed_after(variable: str = "m", stamp: str = CHANGE) -> str:
-    """A condition true for a node changed (or, with stamp=TOUCH, touched) after the `$since` watermark (an
-    indexed range read)."""
-    return f"{variable}.{stamp} > $since"
+def changed_after(variable: str = "m") -> str:
+    """A condition true for a node changed after the `$since` watermark (an indexed range read)."""
+    return f"{variable}.{CHANGE} > $since"

@@ -15,7 +15,8 @@ from ..hygiene import TERMS_VERSION, text_terms
 from ..scopes import Scoping
 from ..scoring import CANDIDATE_RELEVANCE
 from ..timeutil import epoch_seconds
-from .changes import CHANGE, NEXT_CHANGE, STAMP, TOUCH, TOUCH_NEIGHBOURS, changed_after, touch, without_bookkeeping
+from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, NEXT_CHANGE, STAMP, TOUCH, changed_after, ids_of, touched,
+                      without_bookkeeping)
 from .control import control_node
 from .falkor import Falkor, booleans, chunked, floats
 
@@ -26,19 +27,17 @@ RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 DEGREE = "indegree(m) + outdegree(m)"
 SUPERSEDED = "m.superseded_by IS NOT NULL"
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
-# What an incremental decay or forget reads besides the memories due, each through an index: the condition, and
-# the Lookup field it is bound to (as the parameter of that name).
+# What an incremental decay or forget reads besides the memories due and touched: the condition, the Lookup field
+# bound to it (as the parameter of that name), and whether an index serves it (else a scan of every memory that
+# returns only the matches: 0.3-0.5 s at a million; an index on last_accessed would make every use an index write).
 LOOKUP_READS = {
-    "changed": (changed_after(), "since"),
-    "touched": (changed_after(stamp=TOUCH), "since"),
-    "used": ("m.last_accessed >= $used_since", "used_since"),
+    "changed": (changed_after(), "since", True),
+    "used": ("m.last_accessed >= $used_since", "used_since", False),
 }
 SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they are read with every other one
-# Range indexes the queries rely on: ids, change and touch markers ("changed since"), uses ("used since"), and
-# dedup's stored fact terms (array properties: FalkorDB indexes each element, so "memories holding term t" is an
-# index lookup).
-INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", TOUCH), ("Memory", "last_accessed"),
-           ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
+# Range indexes the queries rely on: ids, change markers ("changed since"), and dedup's stored fact terms (array
+# properties: FalkorDB indexes each element, so "memories holding term t" is an index lookup).
+INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
            ("Tombstone", "memory_id"), ("Tombstone", CHANGE), ("ConsolidationRun", "id"), ("MergeRecord", "id"),
            ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"))
 
@@ -159,7 +158,7 @@ class GraphStore:
     def remove_memories(self, ids: Sequence[str]) -> None:
         """Remove nodes outright (undoing a write that failed half-way; forgetting goes through tombstones)."""
         self.falkor.write_chunks(NEXT_CHANGE + "UNWIND $rows AS id MATCH (m:Memory {id: id}) "
-                                 f"{TOUCH_NEIGHBOURS} DETACH DELETE m", list(ids))
+                                 + DELETE_TOUCHING_NEIGHBOURS, list(ids))
 
     def get_memory(self, memory_id: str) -> dict[str, Any] | None:
         found = self.get_memories([memory_id])
@@ -252,16 +251,30 @@ class GraphStore:
         those the lookup names (each of its parts is an indexed read or a seek by node id)."""
         if lookup is None:
             return self.falkor.scan_memories(where, returns, params)
-        rows: dict[int, list[Any]] = {}
-        for condition, bound in LOOKUP_READS.values():
-            rows.update((row[1], row) for row in self.falkor.execute(
-                f"MATCH (m:Memory) WHERE {condition} AND ({where}) RETURN {returns}",
-                {**params, bound: getattr(lookup, bound)}, read_only=True))
-        for part in chunked(lookup.node_ids.tolist(), 5000):
+        rows: dict[int, Sequence[Any]] = {}
+        for condition, bound, indexed in LOOKUP_READS.values():
+            values = {**params, bound: getattr(lookup, bound)}
+            if indexed:
+                found = self.falkor.execute(f"MATCH (m:Memory) WHERE {condition} AND ({where}) RETURN {returns}",
+                                            values, read_only=True)
+            else:
+                found = list(zip(*self.falkor.scan_memories(f"{condition} AND ({where})", returns, values)))
+            rows.update((row[1], row) for row in found)
+        for part in chunked(np.union1d(lookup.node_ids, self.touched_since(lookup.since)).tolist(), 5000):
             rows.update((row[1], row) for row in self.falkor.execute(
                 f"UNWIND $nodes AS node MATCH (m:Memory) WHERE id(m) = node AND ({where}) RETURN {returns}",
                 {**params, "nodes": list(part)}, read_only=True))
         return [list(column) for column in zip(*rows.values())] if rows else []
+
+    def touched_since(self, since: int) -> np.ndarray:
+        """The internal ids of the nodes writes numbered after `since` touched (gave or took a relationship)."""
+        rows = self.falkor.execute(f"MATCH (t:{TOUCH}) WHERE t.change > $since UNWIND t.nodes AS node "
+                                   "RETURN DISTINCT node", {"since": since}, read_only=True)
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def drop_touches(self, before_ms: float) -> None:
+        """Let go of the Touch nodes written before this time (FalkorDB's clock, ms)."""
+        self.falkor.execute(f"MATCH (t:{TOUCH}) WHERE t.at < $before DELETE t", {"before": before_ms})
 
     def write_scores(self, node_ids: Sequence[int], ids: Sequence[str], scores: Iterable[float]) -> None:
         """Set relevance scores by internal node id (a direct seek), checking the memory id still matches."""
@@ -333,7 +346,7 @@ class GraphStore:
             raise ValueError(f"unknown association relation {relation}")
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) "
-            f"WHERE NOT (a)--(b) CREATE (a)-[r:{relation}]->(b) SET r = row.props, {touch('a', 'b')}",
+            f"WHERE NOT (a)--(b) CREATE (a)-[r:{relation}]->(b) SET r = row.props {touched(ids_of('a', 'b'))}",
             list(rows),
             chunk=500,
         )
@@ -404,18 +417,18 @@ class GraphStore:
                            removed: Sequence[tuple[str, str]]) -> None:
         """Create or update MetaPatterns {id, props}, then add and remove (pattern, member) SUMMARIZES edges."""
         self.falkor.write_chunks(
-            NEXT_CHANGE + f"UNWIND $rows AS row MERGE (p:Memory:MetaPattern {{id: row.id}}) SET p += row.props, "
-            f"{touch('p')}", list(patterns),
+            NEXT_CHANGE + "UNWIND $rows AS row MERGE (p:Memory:MetaPattern {id: row.id}) SET p += row.props "
+            + touched(ids_of("p")), list(patterns),
             chunk=200,
         )
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (p:Memory {id: row[0]})-[s:SUMMARIZES]->(m:Memory {id: row[1]}) "
-            f"SET {touch('p', 'm')} DELETE s",
+            f"DELETE s {touched(ids_of('p', 'm'))}",
             [list(pair) for pair in removed],
         )
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (p:Memory {id: row[0]}), (m:Memory {id: row[1]}) "
-            f"MERGE (p)-[:SUMMARIZES]->(m) SET {touch('p', 'm')}",
+            f"MERGE (p)-[:SUMMARIZES]->(m) {touched(ids_of('p', 'm'))}",
             [list(pair) for pair in added],
         )
 
@@ -423,8 +436,8 @@ class GraphStore:
         """A MetaPattern whose cluster dissolved is archived and stops summarizing anything."""
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS id MATCH (p:MetaPattern {id: id}) "
-            f"SET p.archived = true, p.archived_at = $at, p.retired_at = $at, p.protected = false, {touch('p')} "
-            f"WITH p, change OPTIONAL MATCH (p)-[s:SUMMARIZES]->(m) SET {touch('m')} DELETE s",
+            "SET p.archived = true, p.archived_at = $at, p.retired_at = $at, p.protected = false "
+            f"WITH p, change OPTIONAL MATCH (p)-[s:SUMMARIZES]->(m) DELETE s {touched(ids_of('p', 'm'))}",
             list(ids),
             at=retired_at,
         )

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..scopes import Scoping
-from .changes import CHANGE, NEXT_CHANGE, changed_after, touch
+from .changes import CHANGE, NEXT_CHANGE, changed_after, ids_of, touched
 from .falkor import Falkor, booleans, chunked, floats
 from .graph import Listing
 from .tombstones import edge_groups, restore_edges, snapshot
@@ -294,10 +294,10 @@ class HygieneStore:
             pattern = f"(c)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(c)"
             self.falkor.write_chunks(
                 NEXT_CHANGE + "UNWIND $rows AS e MATCH (c:Memory {id: e.canonical}), (o:Memory {id: e.other_id}) "
-                f"MERGE {pattern} ON CREATE SET r = e.properties SET {touch('o')}", edges, chunk=500)
+                f"MERGE {pattern} ON CREATE SET r = e.properties {touched(ids_of('o'))}", edges, chunk=500)
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS id MATCH (d:Memory {id: id})-[r]-(x) WHERE type(r) <> 'MERGED_INTO' "
-            f"OR id(startNode(r)) <> id(d) SET {touch('x')} DELETE r", sorted(grouped))
+            f"OR id(startNode(r)) <> id(d) DELETE r {touched(ids_of('x'))}", sorted(grouped))
 
     # --- undoing a merge ---------------------------------------------------------------------------------------
 
@@ -315,7 +315,7 @@ class HygieneStore:
         self.falkor.execute(
             NEXT_CHANGE + "MATCH (c:Memory {id: $canonical}) OPTIONAL MATCH (c)-[:MERGED_INTO]->(next:Memory) "
             "WITH change, [c] + CASE WHEN next IS NULL THEN [] ELSE [next] END AS holders UNWIND holders AS h "
-            f"MATCH (h)-[r]-(x) WHERE r.repointed_from = $id SET {touch('h', 'x')} DELETE r",
+            f"MATCH (h)-[r]-(x) WHERE r.repointed_from = $id DELETE r {touched(ids_of('h', 'x'))}",
             {"canonical": canonical_id, "id": duplicate_id})
         self.falkor.execute("MATCH (d:Memory {id: $id})-[r:MERGED_INTO]->() DELETE r", {"id": duplicate_id})
         props = {**record["duplicate"]["properties"], "archived": False, "last_accessed": at, "restored_at": at}
@@ -370,7 +370,7 @@ class HygieneStore:
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (n:Memory {id: row.newer}), (o:Memory {id: row.older}) "
             "MERGE (n)-[r:SUPERSEDES]->(o) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
             "r.detected_at = $at, r.origin = 'consolidation' "
-            f"SET o.superseded_by = row.newer, o.superseded_at = $at, o.{CHANGE} = change, {touch('n')}",
+            f"SET o.superseded_by = row.newer, o.superseded_at = $at, o.{CHANGE} = change {touched(ids_of('n'))}",
             list(rows), chunk=500, at=at)
         self.falkor.write_chunks(
             "UNWIND $rows AS row MATCH (o:Memory {id: row.older})<-[:MERGED_INTO]-(d:Memory) "
@@ -380,7 +380,7 @@ class HygieneStore:
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) "
             "MERGE (a)-[r:CONTRADICTS]->(b) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
-            f"r.detected_at = $at, r.origin = 'consolidation' SET {touch('a', 'b')}",
+            f"r.detected_at = $at, r.origin = 'consolidation' {touched(ids_of('a', 'b'))}",
             list(rows), chunk=500, at=at)
 
 

@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .changes import CHANGE, NEXT_CHANGE, STAMP, TOUCH_NEIGHBOURS, changed_after, touch
+from .changes import CHANGE, DELETE_TOUCHING_NEIGHBOURS, NEXT_CHANGE, STAMP, changed_after, ids_of, touched
 from .falkor import Falkor
 
 RELATION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -34,7 +34,7 @@ class TombstoneStore:
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS mid MATCH (t:Tombstone {memory_id: mid}) WHERE t.state = 'pending' "
             f"SET t.state = 'deleted', t.{CHANGE} = change "
-            f"WITH DISTINCT mid, change OPTIONAL MATCH (m:Memory {{id: mid}}) {TOUCH_NEIGHBOURS} DETACH DELETE m",
+            "WITH DISTINCT mid, change OPTIONAL MATCH (m:Memory {id: mid}) " + DELETE_TOUCHING_NEIGHBOURS,
             list(memory_ids),
             chunk=500,
         )
@@ -149,7 +149,7 @@ def restore_edges(falkor: Falkor, memory_id: str, edges: Sequence[dict[str, Any]
         pattern = f"(m)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(m)"
         rows = falkor.execute(
             NEXT_CHANGE + "MATCH (m:Memory {id: $id}) UNWIND $rows AS e MATCH (o:Memory {id: e.other_id}) "
-            f"MERGE {pattern} SET r = e.properties, {touch('m', 'o')} RETURN count(r)",
+            f"MERGE {pattern} SET r = e.properties {touched(ids_of('m', 'o'), counting='count(r)')}",
             {"id": memory_id, "rows": group},
         )
         restored += int(rows[0][0]) if rows else 0
