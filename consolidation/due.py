@@ -24,6 +24,14 @@ import numpy as np
 # comes earlier than its true one, and the pass that reads it then sees the use (forget never acts on a
 # memory it has not read afresh). Until then, its stored score is lower than a full pass would write.
 USE_MARGIN = timedelta(minutes=15)
+# Touch nodes are kept this much longer than the full-pass interval (for clocks that disagree), then dropped:
+# due times older than the interval are not used, so no pass needs them.
+TOUCH_MARGIN = timedelta(days=1)
+
+
+def touches_expire_before(now: datetime, full_pass_interval_seconds: float) -> float:
+    """The time (ms since the epoch, as Touch nodes carry it) before which Touch nodes are no longer needed."""
+    return (now - timedelta(seconds=full_pass_interval_seconds) - TOUCH_MARGIN).timestamp() * 1000
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .due import Dues
+from .due import Dues, touches_expire_before
 from .embedding import Embedder
 from . import metrics
 from .errors import RunInProgress, StoreUnavailable
@@ -108,6 +108,7 @@ class ConsolidationEngine:
         keeper.start()
         try:
             self._mark_unmarked(run)
+            self._drop_old_touches(run)
             for task in run.tasks:
                 if run.lease_lost:
                     run.results[task] = {"success": False, "error": "run lease lost to another process"}
@@ -313,6 +314,16 @@ class ConsolidationEngine:
         if marked:
             log.info("consolidation marked memories written without a change marker count=%s run=%s", marked,
                      run.id)
+
+    def _drop_old_touches(self, run: Run) -> None:
+        """Let go of the Touch nodes no incremental decay or forget can need any more (due.py)."""
+        if run.dry_run or run.scope:
+            return
+        try:
+            self.stores.graph.drop_touches(
+                touches_expire_before(self.clock(), self.settings.consolidation_full_pass_interval_seconds))
+        except Exception:  # they only take room; the next run drops them
+            log.exception("consolidation could not drop old touches run=%s", run.id)
 
     def _record(self, run: Run, task: str, ran_at: datetime, report: dict[str, Any],
                 watermark: Watermark | None = None) -> None:

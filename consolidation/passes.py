@@ -13,6 +13,7 @@ from .timeutil import parse_iso
 
 # The tasks that can work on what changed plus its neighbourhood (decay and forget: plus what came due, due.py).
 INCREMENTAL_TASKS = ("decay", "dedup", "creative", "cluster", "forget")
+DUE_TASKS = ("decay", "forget")
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,8 @@ def plan_pass(task: str, control: Mapping[str, Any], now: datetime, full_pass_in
     last_full = _time(control.get(f"last_full_{task}"))
     if last_full is None or now - last_full >= timedelta(seconds=full_pass_interval):
         return PassPlan(None, "the last full pass is older than CONSOLIDATION_FULL_PASS_INTERVAL_SECONDS")
+    if task in DUE_TASKS:
+        return PassPlan(watermark, "memories changed, touched or used since the last pass, and those come due")
     return PassPlan(watermark, f"memories changed after change {watermark}, and their neighbourhood")
 
 

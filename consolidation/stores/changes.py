@@ -5,7 +5,8 @@ What counts as a change: a memory created, its content or fields overwritten (im
 (forget), merged or un-merged (dedup, restore), superseded, restored, re-embedded (reconcile), or its relevance
 crossing the line above which clustering and creative consider it. What does not: a score that moves on the
 same side of that line, or a use (access count, last access): they change daily for everyone, and would make
-every memory look changed.
+every memory look changed. A relationship added or taken away (which decay and forget count) is a touch, not
+a change: the write leaves a Touch node naming the memories at its ends, numbered from the same sequence.
 
 Why a sequence and not a clock: FalkorDB runs write queries one at a time, so a number taken from the control
 node inside the writing query is ordered exactly like the writes. A reader that sees the counter at N has seen
@@ -34,7 +35,6 @@ NEXT_CHANGE = (f"MERGE {control_node('chg')} SET chg.{CHANGE} = coalesce(chg.{CH
 
 # Stamp the memory bound to `m` (as a SET item).
 STAMP = f"m.{CHANGE} = change"
-
 
 
 def touched(*lists: str, counting: str | None = None) -> str:

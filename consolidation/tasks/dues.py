@@ -13,9 +13,6 @@ SEEK_SHARE = 0.25
 SEEK_FLOOR = 1000  # seeking fewer than this is quick, whatever share of the memories they are
 NO_DUES = "no due times are kept in this process (it started after the last pass, or another replica took it)"
 STALE_DUES = "the due times kept are older than CONSOLIDATION_FULL_PASS_INTERVAL_SECONDS"
-# Touch nodes are kept this much longer than the full-pass interval (for clocks that disagree), then dropped:
-# due times older than the interval are not used, so no pass needs them.
-TOUCH_MARGIN_SECONDS = 86400
 MOSTLY_DUE = "more than a quarter of the memories are due: reading them all is faster"
 
 
@@ -39,8 +36,6 @@ def keep_dues(ctx: TaskContext, task: str, lookup: Lookup | None, node_ids: np.n
     """After a real whole-graph pass: the due times it found (for every memory, or for those it read)."""
     if ctx.graph.scoping.only:  # one scope's pass: the other memories' times would be lost
         return
-    interval = ctx.settings.consolidation_full_pass_interval_seconds
-    ctx.graph.drop_touches((ctx.now.timestamp() - interval - TOUCH_MARGIN_SECONDS) * 1000)
     if lookup is None:
         ctx.dues[task] = Dues.kept(node_ids, due, ctx.change_counter, ctx.now)
     else:
