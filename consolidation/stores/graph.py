@@ -22,6 +22,7 @@ from .falkor import Falkor, booleans, chunked, floats
 
 ACTIVE = "coalesce(m.archived, false) = false"
 NOT_SUMMARY = "coalesce(m.type, '') <> 'MetaPattern'"
+ACTIVE_MEMORY = f"{ACTIVE} AND {NOT_SUMMARY}"  # an active memory, not a summary of others
 # A memory that was never scored counts as fully relevant until decay scores it.
 RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 DEGREE = "indegree(m) + outdegree(m)"
@@ -297,7 +298,7 @@ class GraphStore:
         memory by rand() takes tens at 100k. Each qualifying node is equally likely to be probed, so the
         sample is uniform; if probing finds too few (a small or mostly irrelevant store), the full sort decides.
         """
-        filters = f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}"
+        filters = f"{RELEVANCE} > $min AND {ACTIVE_MEMORY} AND {self.scoping.where()}"
         columns = f"m.id, m.type, m.timestamp, {self.scoping.key_expression()}"
         # Node ids are reused after deletions, so they stay close to 0..count; the margin covers the rest.
         bound = int(self.falkor.execute("MATCH (n) RETURN count(n)", read_only=True)[0][0] * 1.1) + 64
@@ -324,7 +325,7 @@ class GraphStore:
         """A uniform random sample of the memories sample_memories would consider that changed after `since`
         (one indexed read of the changed ones, then a sample of those), and how many there were."""
         rows = self.falkor.execute(
-            f"MATCH (m:Memory) WHERE {changed_after()} AND {RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} "
+            f"MATCH (m:Memory) WHERE {changed_after()} AND {RELEVANCE} > $min AND {ACTIVE_MEMORY} "
             f"AND {self.scoping.where()} RETURN m.id, m.type, m.timestamp, {self.scoping.key_expression()}",
             {"since": since, "min": min_relevance, **self.scoping.params()}, read_only=True)
         total, rows = len(rows), random.sample(rows, min(size, len(rows)))
@@ -357,7 +358,7 @@ class GraphStore:
         """Every active memory (ids and scope keys, in the order dedup reads them, so that both tasks are handed
         the same vectors) and whether each is a candidate clustering groups (relevance above `min_relevance`)."""
         columns = self.falkor.scan_memories(
-            f"{ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}",
+            f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
             f"m.id, {self.scoping.key_expression()}, {RELEVANCE} > $min",
             {"min": min_relevance, **self.scoping.params()})
         if not columns:
@@ -367,7 +368,7 @@ class GraphStore:
     def cluster_listing(self, min_relevance: float) -> Listing:
         """The candidates clustering groups, with scope keys and change numbers (for an incremental run)."""
         columns = self.falkor.scan_memories(
-            f"{RELEVANCE} > $min AND {ACTIVE} AND {NOT_SUMMARY} AND {self.scoping.where()}",
+            f"{RELEVANCE} > $min AND {ACTIVE_MEMORY} AND {self.scoping.where()}",
             f"m.id, {self.scoping.key_expression()}, m.{CHANGE}", {"min": min_relevance, **self.scoping.params()})
         if not columns:
             return Listing([], [], np.zeros(0))

@@ -19,14 +19,12 @@ import numpy as np
 from ..scopes import Scoping
 from .changes import CHANGE, NEXT_CHANGE, changed_after, ids_of, touched
 from .falkor import Falkor, booleans, chunked, floats
-from .graph import Listing
+from .graph import ACTIVE_MEMORY, DEGREE, Listing
 from .tombstones import edge_groups, restore_edges, snapshot
 
 CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed", "tags")
-ACTIVE_MEMORY = "coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'"
 # {degree}: the memory's connections (what ranks a canonical), or 0 where they are read later for the few
 # memories that may merge (counting every memory's edges is a third of reading them all).
-from .graph import DEGREE
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp")
 TERM_LOOKUP_CHUNK = 200

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from .falkor import Falkor
+from .graph import ACTIVE_MEMORY
 from .runs import decode_run
 
-ACTIVE_MEMORY = "coalesce(m.archived, false) = false AND coalesce(m.type, '') <> 'MetaPattern'"
 ACTIVE_PATTERN = "coalesce(p.archived, false) = false"
 # Lists show the start of a memory's text; the whole of it is one GET /memory/<id> away.
 PREVIEW_CHARS = 280
