@@ -210,8 +210,8 @@ def full_run(services, settings) -> dict:
 def incremental_rerun(services, n: int) -> dict:
     """Change 1 % of the memories (half new restatements of others, half existing ones rewritten to announce a
     change of their detail, with a new vector), then time a run of all five tasks as the scheduler takes it
-    between full passes (each incremental). Then change
-    another 1 % the same way and time a full pass, for the same work done the long way."""
+    between full passes (each incremental). Then change another 1 % the same way and time a full pass, for the
+    same work done the long way."""
     rng = np.random.default_rng(23)
     count = max(2, round(CHANGED_SHARE * n))
     change_memories(services, rng, count)

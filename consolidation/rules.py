@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .timeutil import SECONDS_PER_DAY
+
 WEEK_SECONDS = 7 * 86400.0
 
 
@@ -97,3 +99,14 @@ def _protection(policy: ForgetPolicy, age_days, importance, memory_type, protect
         age = "unknown age" if np.isnan(age_days) else f"{age_days:.1f} days old"
         return f"{age} < grace period {policy.grace_period_days:g} days"
     return None
+
+
+def forget_due(policy: ForgetPolicy, below_at: np.ndarray, grace_from: np.ndarray, importance: np.ndarray,
+               types: Sequence[str], protected: np.ndarray) -> np.ndarray:
+    """The epoch second each memory could first be forgotten if only time passes (inf: never): when its
+    relevance is below its threshold (`below_at`) and the grace period counted from `grace_from` is over. The
+    protections of _protection that time does not end (flag, importance, type, an unknown age) make it never."""
+    grace_ends = grace_from + policy.grace_period_days * SECONDS_PER_DAY
+    for_good = protected | (np.nan_to_num(importance, nan=-1.0) >= policy.protected_importance) | \
+        np.fromiter((t in policy.protected_types for t in types), bool, len(types)) | np.isnan(grace_ends)
+    return np.where(for_good, np.inf, np.fmax(below_at, grace_ends))

@@ -249,7 +249,7 @@ class GraphStore:
 
     def _memories(self, where: str, returns: str, params: dict[str, Any], lookup: Lookup | None) -> list[list[Any]]:
         """`returns` (starting with m.id, id(m)) as columns for the memories matching `where`: every one, or
-        those the lookup names (each of its parts is an indexed read or a seek by node id)."""
+        those the lookup names (LOOKUP_READS, then a seek by node id of the memories due or touched)."""
         if lookup is None:
             return self.falkor.scan_memories(where, returns, params)
         rows: dict[int, Sequence[Any]] = {}

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..rules import ForgetDecision, ForgetPolicy, forget_decisions
-from ..timeutil import SECONDS_PER_DAY, days_between, to_iso
+from ..rules import ForgetDecision, ForgetPolicy, forget_decisions, forget_due
+from ..timeutil import days_between, to_iso
 from .context import TaskContext, capped
 from .decay import current_relevance, relevance_due
 from .dues import fell_back, keep_dues, lookup_for
@@ -74,15 +74,13 @@ def _public(decision: ForgetDecision) -> dict[str, Any]:
 
 def _due(policy: ForgetPolicy, inputs, grace_from: np.ndarray, now, archived_now: set[str],
          deleted_now: set[str]) -> np.ndarray:
-    """The epoch second each memory could first be archived or deleted if only time passes (inf: never): when
-    its relevance falls below the threshold that applies to it and no grace period shields it any more. A
-    memory protected by a flag, its importance or its type waits for a change to it, never for time."""
+    """rules.forget_due for each memory read, as it is after this pass: the threshold that applies is the
+    archive one until it is archived (the higher one, if the delete threshold is set above it), then the delete
+    one; a memory deleted now is never due."""
     scoring = inputs.scoring
     archived = inputs.archived | np.fromiter((i in archived_now for i in scoring.ids), bool, len(scoring))
     threshold = np.where(archived, policy.delete_threshold, max(policy.archive_threshold, policy.delete_threshold))
-    below = relevance_due(scoring, now, threshold)
-    grace_ends = grace_from + policy.grace_period_days * SECONDS_PER_DAY
-    shielded = inputs.protected | (np.nan_to_num(scoring.importance, nan=-1.0) >= policy.protected_importance) | \
-        np.fromiter((t in policy.protected_types for t in inputs.types), bool, len(scoring)) | np.isnan(grace_ends)
+    due = forget_due(policy, relevance_due(scoring, now, threshold), grace_from, scoring.importance, inputs.types,
+                     inputs.protected)
     gone = np.fromiter((i in deleted_now for i in scoring.ids), bool, len(scoring))
-    return np.where(shielded | gone, np.inf, np.fmax(below, grace_ends))
+    return np.where(gone, np.inf, due)
