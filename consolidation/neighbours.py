@@ -6,6 +6,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
+from itertools import repeat
 
 import numpy as np
 
@@ -131,7 +132,7 @@ class NeighbourGraph:
             pairs = similar_pairs_within(unit, None if one_scope else codes, lowest,
                                          settings.consolidation_cluster_exact_limit,
                                          settings.consolidation_cluster_probe_cells, progress=progress)
-        return _Built(lowest, list(ids), {memory_id: i for i, memory_id in enumerate(ids)}, prints, pairs, cells,
+        return _Built(lowest, list(ids), dict(zip(ids, range(len(ids)))), prints, pairs, cells,
                       0, scope_keys is not None)
 
     def _update(self, built: _Built, ids, old: np.ndarray, unit, prints, scope_keys, changed: np.ndarray,
@@ -153,7 +154,7 @@ class NeighbourGraph:
             found = _exact_pairs_of_changed(unit, changed, codes, built.threshold)
         renumber = np.full(len(built.position), -1, dtype=INDEX)
         renumber[old[unchanged]] = np.flatnonzero(unchanged)
-        position = {memory_id: i for i, memory_id in enumerate(ids)}
+        position = dict(zip(ids, range(len(ids))))
         return _Built(built.threshold, list(ids), position, prints, _renumbered(built.pairs, renumber, then=found),
                       cells, built.changed_since_built + changed.size, built.scoped, departed)
 
@@ -213,6 +214,8 @@ def _pairs_of(built: _Built, positions: np.ndarray) -> dict[int, _Left]:
 def fingerprints(unit: np.ndarray, scope_keys: Sequence[str] | None) -> np.ndarray:
     """A 64-bit hash of each vector's exact bits and its scope: equal when neither changed."""
     bits = np.ascontiguousarray(unit, dtype=np.float32).view(np.uint32)
+    if bits.shape[1] % 2 == 0:
+        bits = bits.view(np.uint64)  # two components a word: half the multiplications
     weights = _hash_weights(bits.shape[1])
     prints = np.empty(bits.shape[0], dtype=np.uint64)
     for start in range(0, bits.shape[0], FINGERPRINT_ROWS):
@@ -268,8 +271,8 @@ def _positions(built: _Built, ids: Sequence[str], missing: int | None = None) ->
     if _in_built_order(built, ids):
         return np.arange(len(ids), dtype=np.int64)
     if missing is None:
-        return np.fromiter((built.position[i] for i in ids), dtype=np.int64, count=len(ids))
-    return np.fromiter((built.position.get(i, missing) for i in ids), dtype=np.int64, count=len(ids))
+        return np.fromiter(map(built.position.__getitem__, ids), dtype=np.int64, count=len(ids))
+    return np.fromiter(map(built.position.get, ids, repeat(missing, len(ids))), dtype=np.int64, count=len(ids))
 
 
 def _in_built_order(built: _Built, ids: Sequence[str]) -> bool:

@@ -66,6 +66,37 @@ def test_a_merge_keeps_the_larger_pattern_and_a_split_keeps_one_half():
     assert sorted(m.pattern_id or "" for m in split) == ["", "P1"] and retired == []
 
 
+def _matched_one_pair_at_a_time(clusters, patterns):
+    """The matching rule stated directly: every cluster against every pattern, by counting shared members."""
+    candidates = []
+    for index, cluster in enumerate(clusters):
+        for p in patterns:
+            overlap = len(cluster & p.member_ids)
+            share = max(overlap / len(cluster), overlap / max(1, len(p.member_ids))) if overlap else 0.0
+            if share >= 0.5:
+                candidates.append((overlap, share, p.id, index))
+    assigned, taken = {}, set()
+    for _, _, pattern_id, index in sorted(candidates, reverse=True):
+        if index not in assigned and pattern_id not in taken:
+            assigned[index] = pattern_id
+            taken.add(pattern_id)
+    return [assigned.get(i) for i in range(len(clusters))], sorted({p.id for p in patterns} - taken)
+
+
+@hyp_settings(max_examples=150, deadline=None)
+@given(st.lists(st.sets(st.sampled_from("abcdefghijklmnop"), min_size=1, max_size=9), max_size=6),
+       st.lists(st.sets(st.sampled_from("abcdefghijklmnopqrst"), max_size=9), max_size=6))
+def test_cluster_matching_agrees_with_counting_each_pair(cluster_sets, pattern_sets):
+    """Overlapping clusters, patterns sharing members or holding none, members no cluster has: the counted
+    overlaps give the matches the rule gives one pair at a time."""
+    clusters = [frozenset(c) for c in cluster_sets]
+    patterns = [pattern(f"P{k}", members) for k, members in enumerate(pattern_sets)]
+    matches, retired = match_clusters(clusters, patterns)
+    expected, expected_retired = _matched_one_pair_at_a_time(clusters, patterns)
+    assert [m.pattern_id for m in matches] == expected and retired == expected_retired
+    assert all(m.members == c for m, c in zip(matches, clusters))
+
+
 def test_the_heuristic_summary_reads_like_a_summary():
     members = [
         ClusterMember("1", "Decided to use PostgreSQL for billing. It scales.", "Decision", "2026-01-03", 0.99),

@@ -132,6 +132,20 @@ class Falkor:
                 rows += part
         return [list(column) for column in zip(*rows)] if rows else []
 
+    def read_chunks(self, cypher: str, items: Sequence[Any], size: int, key: str = "ids",
+                    params: dict | None = None) -> list[list[Any]]:
+        """`cypher` (plain reply) over `items` passed as `$<key>`, `size` at a time, its rows in order: two chunks
+        asked at once, as a scan's pages are (the server answers reads on several threads)."""
+        parts = [list(part) for part in chunked(items, size)]
+        if len(parts) <= 1:
+            return self.execute(cypher, {**(params or {}), key: parts[0]}, read_only=True) if parts else []
+        rows: list[list[Any]] = []
+        with ThreadPoolExecutor(max_workers=SCAN_READERS, thread_name_prefix="read") as pool:
+            for found in pool.map(lambda part: self.execute(cypher, {**(params or {}), key: part}, read_only=True),
+                                  parts):
+                rows += found
+        return rows
+
     def write_pages(self, prefix: str, where: str, sets: str, params: dict | None = None) -> int:
         """`<prefix> MATCH (m:Memory) WHERE <where> SET <sets>` over every memory, a short range of node ids
         at a time (no index needed, no long write lock); returns how many memories it set."""

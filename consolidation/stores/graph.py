@@ -261,10 +261,9 @@ class GraphStore:
             else:
                 found = list(zip(*self.falkor.scan_memories(f"{condition} AND ({where})", returns, values)))
             rows.update((row[1], row) for row in found)
-        for part in chunked(np.union1d(lookup.node_ids, self.touched_since(lookup.since)).tolist(), 5000):
-            rows.update((row[1], row) for row in self.falkor.execute(
-                f"UNWIND $nodes AS node MATCH (m:Memory) WHERE id(m) = node AND ({where}) RETURN {returns}",
-                {**params, "nodes": list(part)}, read_only=True))
+        rows.update((row[1], row) for row in self.falkor.read_chunks(
+            f"UNWIND $nodes AS node MATCH (m:Memory) WHERE id(m) = node AND ({where}) RETURN {returns}",
+            np.union1d(lookup.node_ids, self.touched_since(lookup.since)).tolist(), 5000, key="nodes", params=params))
         return [list(column) for column in zip(*rows.values())] if rows else []
 
     def touched_since(self, since: int) -> np.ndarray:
@@ -399,10 +398,8 @@ class GraphStore:
             columns = self.falkor.scan_memories("true", f"m.id, {fields}")
             yield from (list(row) for row in zip(*columns) if row[0] in asked)
             return
-        for part in chunked(wanted, 5000):
-            yield from self.falkor.execute(
-                f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, {fields}", {"ids": list(part)},
-                read_only=True)
+        yield from self.falkor.read_chunks(
+            f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, {fields}", wanted, 5000)
 
     def meta_patterns(self) -> list[MetaPatternRecord]:
         """The active MetaPatterns with the ids of the memories each summarizes."""

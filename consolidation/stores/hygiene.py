@@ -28,6 +28,7 @@ CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed",
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp")
 TERM_LOOKUP_CHUNK = 200
+INPUT_CHUNK = 2000  # memories whose inputs (texts among them) one read query returns
 # Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
 # time out queries after a second).
 POOL_CHUNK = 50
@@ -94,29 +95,25 @@ class HygieneStore:
 
     def inputs_of(self, ids: Sequence[str]) -> HygieneInputs:
         """inputs(), for the active memories among `ids` only (an incremental run's region), in batches."""
-        rows, distinct, merged = [], [], []
         columns = INPUT_COLUMNS.format(scope=self.scoping.key_expression(), degree=DEGREE)
-        for part in chunked(list(ids), 5000):
-            params = {"ids": list(part), **self.scoping.params()}
-            rows += self.falkor.execute(
-                f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) WHERE {ACTIVE_MEMORY} AND {self.scoping.where()} "
-                f"RETURN {columns}", params, read_only=True)
+        ids = list(ids)
+        rows = self.falkor.read_chunks(
+            f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) WHERE {ACTIVE_MEMORY} AND {self.scoping.where()} "
+            f"RETURN {columns}", ids, INPUT_CHUNK, params=self.scoping.params())
+        distinct = []
+        for part in chunked(ids, 5000):
             distinct += self.falkor.records(
                 "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.distinct_from IS NOT NULL "
-                "RETURN m.id, m.distinct_from", params, read_only=True)
-            merged += self.falkor.execute(
-                "UNWIND $ids AS id MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory {id: id}) RETURN m.id, d.content",
-                params, read_only=True)
+                "RETURN m.id, m.distinct_from", {"ids": list(part)}, read_only=True)
+        merged = self.falkor.read_chunks(
+            "UNWIND $ids AS id MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory {id: id}) RETURN m.id, d.content",
+            ids, 5000)
         return _inputs([list(column) for column in zip(*rows)], distinct, merged)
 
     def connections(self, ids: Sequence[str]) -> dict[str, int]:
         """How many edges each of these memories has."""
-        found: dict[str, int] = {}
-        for part in chunked(list(ids), 5000):
-            found.update((memory_id, int(degree)) for memory_id, degree in self.falkor.execute(
-                f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, {DEGREE}", {"ids": list(part)},
-                read_only=True))
-        return found
+        return {memory_id: int(degree) for memory_id, degree in self.falkor.read_chunks(
+            f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, {DEGREE}", list(ids), 5000)}
 
     def listing(self) -> HygieneListing:
         """Every active memory's id, scope, change number, type and time, without its text (cheap to read)."""
@@ -151,42 +148,35 @@ class HygieneStore:
 
     def anchored(self, terms: Sequence[str]) -> set[str]:
         """The active memories announcing a change anchored on any of these terms (stored fact_anchors)."""
-        found: set[str] = set()
-        for part in chunked(sorted(set(terms)), TERM_LOOKUP_CHUNK):
-            found.update(row[0] for row in self.falkor.execute(
-                f"UNWIND $terms AS t MATCH (m:Memory) WHERE t IN m.fact_anchors AND {ACTIVE_MEMORY} "
-                f"AND {self.scoping.where()} RETURN DISTINCT m.id",
-                {"terms": list(part), **self.scoping.params()}, read_only=True))
-        return found
+        return {row[0] for row in self.falkor.read_chunks(
+            f"UNWIND $terms AS t MATCH (m:Memory) WHERE t IN m.fact_anchors AND {ACTIVE_MEMORY} "
+            f"AND {self.scoping.where()} RETURN DISTINCT m.id",
+            sorted(set(terms)), TERM_LOOKUP_CHUNK, key="terms", params=self.scoping.params())}
 
     def worth_reading(self, rows: Sequence[dict[str, Any]]) -> set[str]:
         """For rows {id, keys, stamp}: the memories that may state one fact with a memory of one of those keys
         (their stored terms hold all of a key but one: hygiene.may_state_together), or whose stored terms were
         read from another text than theirs now (their stamp is not `stamp`): those worth reading. The test runs
         in the store, so the terms of the many that are not never travel."""
-        found: set[str] = set()
-        for part in chunked(list(rows), 1000):
-            found.update(row[0] for row in self.falkor.execute(
-                "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) WHERE coalesce(m.fact_stamp, '') <> row.stamp "
-                "OR any(k IN row.keys WHERE size([t IN k WHERE t IN m.fact_terms]) >= size(k) - 1) RETURN m.id",
-                {"rows": list(part)}, read_only=True))
-        return found
+        return {row[0] for row in self.falkor.read_chunks(
+            "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) WHERE coalesce(m.fact_stamp, '') <> row.stamp "
+            "OR any(k IN row.keys WHERE size([t IN k WHERE t IN m.fact_terms]) >= size(k) - 1) RETURN m.id",
+            list(rows), 1000, key="rows")}
 
     def holding(self, rows: Sequence[dict[str, Any]]) -> dict[int, set[str]]:
         """For each row {key, drive, required, counted, need, slack} (hygiene.PoolQuery): the active memories
         whose stored terms hold every required term and `need` of the counted ones, with no more than `slack`
         words besides; reached through the postings of the `drive` terms (each such memory holds one)."""
         found: dict[int, set[str]] = {}
-        for part in chunked(list(rows), POOL_CHUNK):
-            for key, memory_id in self.falkor.execute(
-                    "UNWIND $rows AS row UNWIND row.drive AS d MATCH (m:Memory) WHERE d IN m.fact_terms "
-                    f"AND {ACTIVE_MEMORY} AND {self.scoping.where()} "
-                    "AND all(t IN row.required WHERE t IN m.fact_terms) "
-                    "WITH row, m, size([t IN row.counted WHERE t IN m.fact_terms]) AS held "
-                    "WHERE held >= row.need AND coalesce(m.fact_least, 0) <= held + row.slack "
-                    "RETURN DISTINCT row.key, m.id",
-                    {"rows": list(part), **self.scoping.params()}, read_only=True):
-                found.setdefault(int(key), set()).add(memory_id)
+        for key, memory_id in self.falkor.read_chunks(
+                "UNWIND $rows AS row UNWIND row.drive AS d MATCH (m:Memory) WHERE d IN m.fact_terms "
+                f"AND {ACTIVE_MEMORY} AND {self.scoping.where()} "
+                "AND all(t IN row.required WHERE t IN m.fact_terms) "
+                "WITH row, m, size([t IN row.counted WHERE t IN m.fact_terms]) AS held "
+                "WHERE held >= row.need AND coalesce(m.fact_least, 0) <= held + row.slack "
+                "RETURN DISTINCT row.key, m.id",
+                list(rows), POOL_CHUNK, key="rows", params=self.scoping.params()):
+            found.setdefault(int(key), set()).add(memory_id)
         return found
 
     def write_terms(self, rows: Sequence[dict[str, Any]]) -> None:

@@ -13,9 +13,11 @@ first, so that what a task was handed never changes under it.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 from collections.abc import Sequence
+from itertools import compress, repeat
 from pathlib import Path
 
 import numpy as np
@@ -66,8 +68,7 @@ class VectorCache:
     def get(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The cached ids among `ids`, in that order, and their vectors (read-only: a view when they are most
         of the rows, stored in that order once reordered if need be; a copy when they are few)."""
-        found = [memory_id for memory_id in ids if memory_id in self._row_of]
-        rows = np.fromiter((self._row_of[memory_id] for memory_id in found), dtype=np.int64, count=len(found))
+        found, rows = self._rows(ids)
         # A few rows are copied: cheap, and a view of them would make the next write copy the whole matrix.
         large = rows.size > 0 and rows.size >= REORDER_SHARE * len(self._row_of)
         if large and not _consecutive(rows) and self._reorder(rows):
@@ -79,6 +80,14 @@ class VectorCache:
             vectors = self._matrix[rows]
         vectors.flags.writeable = False
         return found, vectors
+
+    def _rows(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The cached ids among `ids` and their rows (looked up by C-level maps: a million ids in 0.1 s)."""
+        rows = np.fromiter(map(self._row_of.get, ids, repeat(-1, len(ids))), dtype=np.int64, count=len(ids))
+        if not rows.size or rows.min() >= 0:
+            return list(ids), rows
+        cached = rows >= 0
+        return list(compress(ids, cached.tolist())), rows[cached]
 
     def all(self) -> tuple[list[str], np.ndarray]:
         return self.get(list(self._row_of))
@@ -109,7 +118,7 @@ class VectorCache:
             return None
         cache = cls(vector_size)
         cache._ids, cache._matrix = list(ids), np.ascontiguousarray(vectors, dtype=np.float32)
-        cache._row_of = {memory_id: row for row, memory_id in enumerate(ids)}
+        cache._row_of = dict(zip(ids, range(len(ids))))
         return cache
 
     def _reorder(self, rows: np.ndarray) -> bool:
@@ -129,8 +138,8 @@ class VectorCache:
                 part = order[start:start + REORDER_CHUNK]
                 matrix[start:start + part.size] = self._matrix[part]
             self._matrix = matrix
-        self._ids = [self._ids[row] for row in order.tolist()]
-        self._row_of = {memory_id: row for row, memory_id in enumerate(self._ids)}
+        self._ids = list(map(self._ids.__getitem__, order.tolist()))
+        self._row_of = dict(zip(self._ids, range(len(self._ids))))
         self._free, self._lent_rows = [], 0
         return True
 
@@ -138,26 +147,32 @@ class VectorCache:
         """Move `rows` to the top, in that order, and `others` after them, in the matrix itself: a second matrix
         would double 1.5 GB at a million memories.
 
-        Rows are written a chunk of targets at a time, each chunk gathered before it is written. Going up, a row
-        wanted below its place is read before anything overwrites it, and only rows wanted above their place are
-        put aside first; going down, the reverse. The direction with fewer rows to put aside is taken: a request
-        in the stored order with gaps (archived memories left out) goes up with none, and one with new memories
-        in the middle (rows appended at the end) goes down with only those."""
+        Going up, a row wanted below its place is read before anything overwrites it, and only rows wanted above
+        their place are put aside first; going down, the reverse. The direction with fewer rows to put aside is
+        taken: a request in the stored order with gaps (archived memories left out) goes up with none, and one
+        with new memories in the middle (rows appended at the end) goes down with only those. The rest move as
+        runs of consecutive rows, a slice at a time: such a request is a few thousand runs, and slices copy
+        several times faster than gathering rows one by one."""
         targets = np.arange(rows.size)
         upward = int(np.count_nonzero(rows < targets)) <= int(np.count_nonzero(rows > targets))
         moving = rows < targets if upward else rows > targets
         aside = self._matrix[rows[moving]]
-        slot = np.full(len(self._ids), -1, dtype=np.int64)
-        slot[rows[moving]] = np.arange(int(moving.sum()))
+        aside_at = np.cumsum(moving) - moving  # where each target's row is in `aside`, if it was put aside
         kept_apart = self._matrix[others]
-        starts = range(0, rows.size, REORDER_CHUNK)
-        for start in starts if upward else reversed(starts):
-            part = rows[start:start + REORDER_CHUNK]
-            block = self._matrix[part]  # the rows not put aside are not yet written over
-            saved = slot[part]
-            block[saved >= 0] = aside[saved[saved >= 0]]
-            self._matrix[start:start + part.size] = block
+        runs = _runs(rows, moving)
+        for start, end in runs if upward else reversed(runs):
+            if moving[start]:
+                self._matrix[start:end] = aside[aside_at[start]:aside_at[start] + end - start]
+            else:
+                self._move(int(rows[start]), start, end - start)
         self._matrix[rows.size:rows.size + others.size] = kept_apart
+
+    def _move(self, source: int, target: int, count: int) -> None:
+        """Copy `count` rows from `source` to `target` within the matrix. memmove copies overlapping rows
+        correctly without a temporary; numpy would copy an overlapping slice through one as large as the slice."""
+        row_bytes = self._matrix.strides[0]
+        base = self._matrix.ctypes.data
+        ctypes.memmove(base + target * row_bytes, base + source * row_bytes, count * row_bytes)
 
     def _unshare(self, highest_row: int, reusing: bool) -> None:
         """Before writing rows up to `highest_row` (or reusing freed ones): copy the matrix if a view of those
@@ -178,6 +193,13 @@ class VectorCache:
             self._matrix = grown
         self._ids.append(None)
         return row
+
+
+def _runs(rows: np.ndarray, moving: np.ndarray) -> list[tuple[int, int]]:
+    """The stretches [start, end) of `rows` that are consecutive rows, all put aside or none."""
+    breaks = np.flatnonzero((np.diff(rows) != 1) | (moving[1:] != moving[:-1])) + 1
+    bounds = [0, *breaks.tolist(), rows.size]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def _consecutive(rows: np.ndarray) -> bool:

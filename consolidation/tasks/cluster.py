@@ -47,7 +47,7 @@ def settle(ctx: TaskContext, dry_run: bool, ids: list[str], unit: np.ndarray, gr
     """Match the clusters (rows of `ids` / `unit`) with the MetaPatterns they may continue, write the new and
     changed ones and retire the rest of `previous`; the report of what was found and done. `untouched`: the
     MetaPatterns an incremental run leaves as they are, reported unchanged as a full pass would report them."""
-    matches, retired = match_clusters([frozenset(ids[i] for i in g) for g in groups], previous)
+    matches, retired = match_clusters([frozenset(map(ids.__getitem__, g.tolist())) for g in groups], previous)
     changed = [(m, g) for m, g in zip(matches, groups) if m.pattern_id is None or m.members != m.previous_members]
     patterns = _patterns(ctx, changed, unit, ids)
     if not dry_run:

@@ -45,7 +45,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     scopes = scope_codes([listing.scopes[r] for r in rows])
     changes = listing.changes[rows] if rows.size else np.zeros(0)
     changed = changed_after(changes, ctx.since)
-    position = {memory_id: p for p, memory_id in enumerate(ids)}
+    position = dict(zip(ids, range(len(ids))))
     stored = ctx.graph.meta_patterns()
     patterns = touched(stored, position, set(changed.tolist()), settings.consolidation_cluster_min_size)
     threshold = settings.consolidation_cluster_similarity

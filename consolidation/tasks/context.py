@@ -47,8 +47,8 @@ def positions_in(listed: Sequence[str], ids: Sequence[str]) -> np.ndarray:
     the vectors read for it, which leave out memories without one."""
     if len(listed) == len(ids) and list(listed) == list(ids):  # every one had a vector: no lookups
         return np.arange(len(ids), dtype=np.int64)
-    position = {memory_id: index for index, memory_id in enumerate(listed)}
-    return np.fromiter((position[memory_id] for memory_id in ids), dtype=np.int64, count=len(ids))
+    position = dict(zip(listed, range(len(listed))))
+    return np.fromiter(map(position.__getitem__, ids), dtype=np.int64, count=len(ids))
 
 
 def capped(name: str, items: list[Any], limit: int) -> dict[str, Any]:

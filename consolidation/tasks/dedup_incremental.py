@@ -146,7 +146,7 @@ class Region:
         self.graph: Pairs | None = None  # the kept similarity graph's pairs of one kind, when it is kept
         self.times = epoch_seconds(listing.timestamps[r] for r in rows)
         self.changes = listing.changes[rows] if rows.size else np.zeros(0)
-        self.position = {memory_id: p for p, memory_id in enumerate(ids)}
+        self.position = dict(zip(ids, range(len(ids))))
         self.loaded: dict[int, Candidate] = {}
         self.stamps: dict[str, str | None] = {}
         self.read_changes: dict[str, float] = {}
