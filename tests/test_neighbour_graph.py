@@ -194,3 +194,23 @@ def test_memories_that_only_left_are_let_go_and_the_rest_keep_their_pairs(tmp_pa
     assert set(former) == set(left)
     assert {(a, b) for a, (others, _) in former.items() for b in others} == \
         {(a, b) for pair in before for a, b in (pair, pair[::-1]) if a in former}
+
+
+@pytest.mark.parametrize("count", [0, 5, 37, 64])
+def test_renumbering_in_two_halves_keeps_every_mapped_pair_in_order(monkeypatch, count):
+    """The kept graph's pairs renumbered (some ends dropped), at a threshold, with more pairs after them: what
+    one plain pass over the pairs gives, whether the halves split on a chunk or there is one chunk."""
+    monkeypatch.setattr(neighbours, "UNION_CHUNK", 4)
+    rng = np.random.default_rng(count)
+    rows, cols = rng.integers(0, 30, count), rng.integers(0, 30, count)
+    pairs = neighbours.Pairs(np.minimum(rows, cols).astype(np.int32), np.maximum(rows, cols).astype(np.int32),
+                             rng.random(count).astype(np.float32))
+    renumber = rng.permutation(30).astype(np.int32)
+    renumber[rng.choice(30, 6, replace=False)] = -1
+    then = neighbours.Pairs(np.array([1, 2], np.int32), np.array([5, 9], np.int32), np.array([0.9, 0.8], np.float32))
+    expected = [(min(renumber[a], renumber[b]), max(renumber[a], renumber[b]), s)
+                for a, b, s in zip(pairs.rows.tolist(), pairs.cols.tolist(), pairs.similarities.tolist())
+                if renumber[a] >= 0 and renumber[b] >= 0 and s >= 0.4] + [(1, 5, then.similarities[0]),
+                                                                           (2, 9, then.similarities[1])]
+    found = neighbours._renumbered(pairs, renumber, 0.4, then)
+    assert list(zip(found.rows.tolist(), found.cols.tolist(), found.similarities.tolist())) == expected
