@@ -1,6 +1,6 @@
 """The pure pieces: the built-in embedder, the similarity graph, cluster identity, summaries, the schedule."""
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -13,6 +13,7 @@ from consolidation.embedding import HashingEmbedder
 from consolidation.schedule import due_tasks, next_due
 from consolidation.similarity import clusters, normalized, similar_pairs_exact
 from consolidation.stores.graph import MetaPatternRecord
+from consolidation.timeutil import epoch_or_nan, epoch_seconds
 from consolidation.summaries import ClusterMember, HeuristicSummarizer, key_terms
 from tests.conftest import NOW
 
@@ -253,3 +254,17 @@ def test_due_times_kept_between_passes():
     after = dues.updated(np.array([1, 4, 9]), np.array([1, 9]), np.array([at + 500, at + 50]), 12, later)
     assert dict(zip(after.node_ids.tolist(), after.due.tolist())) == {3: at + 100, 1: at + 500, 9: at + 50}
     assert (after.change, after.taken_at) == (12, later)
+
+
+@hyp_settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(
+    st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).map(
+        lambda moment: moment.replace(tzinfo=UTC).isoformat()),
+    st.datetimes(timezones=st.timezones()).map(lambda moment: moment.isoformat()),
+    st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{6})?\+00:00\Z"),
+    st.none(), st.just(""), st.text(max_size=32)), max_size=12))
+def test_a_column_of_times_reads_as_each_time_does_on_its_own(texts):
+    """The store's spelling (read by numpy), other offsets, impossible dates of that shape, text that is no
+    time at all, nothing: every value is what reading that one text alone gives."""
+    expected = np.array([epoch_or_nan(text) for text in texts], dtype=np.float64)
+    assert np.array_equal(epoch_seconds(texts), expected, equal_nan=True)
