@@ -143,7 +143,7 @@ class Region:
         self.kind_codes: dict[tuple[str, str], int] = {}
         self.kinds = np.fromiter((self.kind_codes.setdefault(k, len(self.kind_codes))
                                   for k in zip(self.types, self.scope_keys)), dtype=np.int64, count=len(ids))
-        self.graph: Pairs | None = None  # the kept similarity graph's pairs of one kind, when it is kept
+        self.graph: Pairs | None = None  # the kept similarity graph's pairs (of any kinds), when it is kept
         self.times = epoch_seconds(listing.timestamps[r] for r in rows)
         self.changes = listing.changes[rows] if rows.size else np.zeros(0)
         self.position = dict(zip(ids, range(len(ids))))
@@ -163,9 +163,9 @@ class Region:
             # The full pass's graph, brought up to date by searching only the changed vectors: cheaper than an
             # exact search of each change against its kind once that compares enough pairs, and the pairs a full
             # pass would judge.
-            pairs = ctx.neighbours.pairs(ids, region.unit, threshold, ctx.progress, region.scope_keys)
-            same_kind = region.kinds[pairs.rows] == region.kinds[pairs.cols]
-            region.graph = Pairs(pairs.rows[same_kind], pairs.cols[same_kind], pairs.similarities[same_kind])
+            # Pairs of two kinds are left in: only the few touching a query are looked at (_graph_hits drops
+            # them there), and filtering all of them cost half a second at a million memories.
+            region.graph = ctx.neighbours.pairs(ids, region.unit, threshold, ctx.progress, region.scope_keys)
         return region
 
     def exact_comparisons(self) -> int:
@@ -239,13 +239,14 @@ class Region:
 
     def _graph_hits(self, origins: np.ndarray) -> Pairs:
         """The kept graph's pairs (read at the search's threshold) touching the queries that are memories here,
-        as (query number, other)."""
+        with a memory of their kind, as (query number, other)."""
         number_at = np.full(len(self.ids), -1, dtype=np.int64)
         inside = np.flatnonzero(origins >= 0)
         number_at[origins[inside]] = inside
         graph, parts = self.graph, []
         for mine, theirs in ((graph.rows, graph.cols), (graph.cols, graph.rows)):
             hit = np.flatnonzero(number_at[mine] >= 0)
+            hit = hit[self.kinds[mine[hit]] == self.kinds[theirs[hit]]]
             parts.append(Pairs(number_at[mine[hit]].astype(INDEX), theirs[hit], graph.similarities[hit]))
         return Pairs.joined(parts)
 
