@@ -12,6 +12,7 @@ from .embedding import Embedder, HashingEmbedder
 from .engine import ConsolidationEngine
 from .errors import GraphRequired, StoreMismatch, UnknownGraph
 from .graphs import GraphSelection
+from .heap import bound_arenas
 from .ingest import MemoryService
 from .scheduler import ConsolidationScheduler
 from .settings import Settings
@@ -174,6 +175,7 @@ class Services:
 
 def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
                    embedder: Embedder | None = None) -> Services:
+    bound_arenas()  # before the stores and the scheduler start their threads
     embedder = embedder or HashingEmbedder(settings.vector_size)
     summarizer = summarizer_for(settings)
 
