@@ -39,7 +39,7 @@ def epoch_seconds(texts: Iterable[str | None]) -> np.ndarray:
     """Seconds since the epoch for each ISO string; NaN where a time is missing or unreadable.
 
     The store's own spelling (to_iso: UTC, "+00:00", microseconds or none) is read by numpy, a whole column at
-    once, in a third of the time (at a million memories, 0.2 against 0.5 s); anything else one at a time."""
+    once (at a million memories, 0.31 against 0.48 s one at a time); anything else one at a time."""
     texts = list(texts)
     canonical = [text[:-6] if isinstance(text, str) and len(text) in (25, 32) and text[10] == "T"
                  and text.endswith("+00:00") else None for text in texts]

@@ -124,26 +124,24 @@ class Falkor:
     def scan_memories(self, where: str, returns: str, params: dict | None = None) -> list[list[Any]]:
         """`MATCH (m:Memory) WHERE <where> RETURN <returns>` as columns, read a page of node ids at a time."""
         query = f"MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) RETURN {returns}"
-        pages = list(self._id_ranges(SCAN_PAGE))
-        rows: list[list[Any]] = []
-        # FalkorDB answers read queries on several threads: asking for a few pages at once keeps them busy.
-        with ThreadPoolExecutor(max_workers=max(1, min(SCAN_READERS, len(pages))), thread_name_prefix="scan") as pool:
-            for part in pool.map(lambda page: self.execute(query, {**(params or {}), **page}, read_only=True), pages):
-                rows += part
+        rows = self._read_all(query, [{**(params or {}), **page} for page in self._id_ranges(SCAN_PAGE)])
         return [list(column) for column in zip(*rows)] if rows else []
 
     def read_chunks(self, cypher: str, items: Sequence[Any], size: int, key: str = "ids",
                     params: dict | None = None) -> list[list[Any]]:
-        """`cypher` (plain reply) over `items` passed as `$<key>`, `size` at a time, its rows in order: two chunks
-        asked at once, as a scan's pages are (the server answers reads on several threads)."""
-        parts = [list(part) for part in chunked(items, size)]
-        if len(parts) <= 1:
-            return self.execute(cypher, {**(params or {}), key: parts[0]}, read_only=True) if parts else []
+        """`cypher` (plain reply) over `items` passed as `$<key>`, `size` at a time, its rows in order."""
+        return self._read_all(cypher, [{**(params or {}), key: list(part)} for part in chunked(items, size)])
+
+    def _read_all(self, cypher: str, parameter_sets: Sequence[dict]) -> list[list[Any]]:
+        """The read query run once per parameter set (plain reply), the rows in order. FalkorDB answers reads on
+        several threads: asking SCAN_READERS at once keeps them busy."""
+        if len(parameter_sets) <= 1:
+            return self.execute(cypher, parameter_sets[0], read_only=True) if parameter_sets else []
         rows: list[list[Any]] = []
         with ThreadPoolExecutor(max_workers=SCAN_READERS, thread_name_prefix="read") as pool:
-            for found in pool.map(lambda part: self.execute(cypher, {**(params or {}), key: part}, read_only=True),
-                                  parts):
-                rows += found
+            for part in pool.map(lambda parameters: self.execute(cypher, parameters, read_only=True),
+                                 parameter_sets):
+                rows += part
         return rows
 
     def write_pages(self, prefix: str, where: str, sets: str, params: dict | None = None) -> int:
