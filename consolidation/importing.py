@@ -83,9 +83,9 @@ class ImportPlan:
     replaces_tombstones: list[str] = field(default_factory=list)
 
 
-def read_jsonl(data: bytes, report: ImportReport,
-               progress: ImportProgress = no_progress) -> list[tuple[int, dict[str, Any]]]:
-    """Each non-blank line as a JSON object with its id (derived from the line when it has none).
+def read_jsonl(data: bytes, report: ImportReport, progress: ImportProgress = no_progress,
+               scope_properties: tuple[str, ...] = ()) -> list[tuple[int, dict[str, Any]]]:
+    """Each non-blank line as a JSON object with its id (derived from the line and its scope when it has none).
 
     Lines end at "\\n" only (a trailing "\\r" is dropped): U+2028 and other Unicode line breaks are content.
     """
@@ -104,7 +104,7 @@ def read_jsonl(data: bytes, report: ImportReport,
             body = parse_json(raw, field="line")
             if not isinstance(body, dict):
                 raise InvalidInput("line", "must be a JSON object")
-            body.setdefault("id", import_id(body))
+            body.setdefault("id", import_id(body, scope_properties))
             bodies.append((number, body))
         except InvalidInput as exc:
             report.add_error(number, exc)
@@ -164,7 +164,7 @@ def parse_lines(bodies: list[tuple[int, dict[str, Any]]], parse: Callable[[Any],
 
 
 def plan_import(lines: list[ImportLine], stored: dict[str, dict[str, Any]], tombstoned: dict[str, dict[str, Any]],
-                overwrite: bool, report: ImportReport) -> ImportPlan:
+                overwrite: bool, report: ImportReport, scope_properties: tuple[str, ...] = ()) -> ImportPlan:
     """What each valid line does, given the memories and open tombstones the stores hold for its id."""
     plan = ImportPlan()
     for line in lines:
@@ -174,6 +174,9 @@ def plan_import(lines: list[ImportLine], stored: dict[str, dict[str, Any]], tomb
                 _conflict(report, line, "is a cluster summary (MetaPattern); an import cannot replace it")
             elif overwrite:
                 plan.overwrite.append(line)
+            elif not _same_scope(current, line.memory.properties, scope_properties):
+                _conflict(report, line, f"a memory of another scope ({', '.join(scope_properties)}) is stored "
+                                        "under this id")
             elif _same_memory(current, line.memory.properties):
                 report.skipped.append({"line": line.number, "id": line.id,
                                        "reason": "already stored (an import never overwrites; the stored fields stay)"})
@@ -198,6 +201,12 @@ def _conflict(report: ImportReport, line: ImportLine, reason: str) -> None:
 def _same_memory(stored: dict[str, Any], given: dict[str, Any]) -> bool:
     """The same memory: consolidation changes scores, uses and flags over time, never content or type."""
     return stored.get("content") == given["content"] and (stored.get("type") or "Memory") == given["type"]
+
+
+def _same_scope(stored: dict[str, Any], given: dict[str, Any], scope_properties: tuple[str, ...]) -> bool:
+    """One scope: every scope property equal, missing on both counting as equal (an import never moves a memory
+    to another user's memories, nor skips a user's line because another user holds the same text)."""
+    return all(stored.get(name) == given.get(name) for name in scope_properties)
 
 
 def _same_line(first: NewMemory, second: NewMemory) -> bool:

@@ -76,7 +76,8 @@ class MemoryService:
                      dry_run: bool = False, progress: ImportProgress = no_progress) -> ImportReport:
         """Read and classify every line, then write all of them or none (see importing.py)."""
         report = ImportReport(dry_run=dry_run)
-        bodies = read_jsonl(data, report, progress)
+        scopes = self.settings.consolidation_scope_properties
+        bodies = read_jsonl(data, report, progress, scopes)
         if shift_to_now and not report.errors:
             shift_times(bodies, self.clock(), report)
         lines = parse_lines(bodies, lambda body: self._parse(body, importing=True), report, progress)
@@ -87,7 +88,7 @@ class MemoryService:
         ids = [line.id for line in lines]
         stored = {m["id"]: m for m in self.stores.graph.get_memories(ids)}
         tombstoned = self.lifecycle.tombstones.open_states([i for i in ids if i not in stored])
-        plan = plan_import(lines, stored, tombstoned, overwrite, report)
+        plan = plan_import(lines, stored, tombstoned, overwrite, report, scopes)
         if report.conflicts or dry_run:
             report.created, report.overwritten = len(plan.create), len(plan.overwrite)
             return report

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -151,9 +152,14 @@ def _id(value: Any) -> str | None:
     return None if value is None else parse_uuid(value, "id")
 
 
-def import_id(body: dict[str, Any]) -> str:
-    """The id of an imported line without one, derived from the line so importing it twice changes nothing."""
+def import_id(body: dict[str, Any], scope_properties: tuple[str, ...] = ()) -> str:
+    """The id of an imported line without one, derived from the line so importing it twice changes nothing.
+
+    The line's scope is part of it: two users' identical lines are two memories. A line without scope values
+    keeps the id it had before scopes existed, so re-importing an old file still finds its memories."""
     key = f"{body.get('type', 'Memory')}\n{body.get('timestamp') or ''}\n{body.get('content')}"
+    if any(name in body for name in scope_properties):
+        key += "\n" + json.dumps([body.get(name) for name in scope_properties])
     return str(uuid.uuid5(IMPORT_NAMESPACE, key))
 
 

@@ -1,8 +1,12 @@
 """Scopes on the real embedded stores: two users holding identical memories (identical vectors too) never meet
 in an edge, merge, supersession, cluster or summary; without scopes the same data does meet (the test can fail)."""
 
+import json
+import uuid
+
 import pytest
 
+from consolidation.memory import IMPORT_NAMESPACE, import_id
 from consolidation.scopes import Scoping, scope_codes
 from consolidation.service import build_services
 from consolidation.settings import Settings, SettingsError, load_settings
@@ -208,3 +212,45 @@ def test_consolidate_runs_one_scope_named_in_the_body(scoped_client, auth):
     refused = client.post("/consolidate", json={"task": "dedup", "scope": {"user_id": "alice"}}, headers=auth)
     assert refused.status_code == 400 and refused.get_json()["field"] == "scope"
     assert client.get("/consolidate/status", headers=auth).get_json()["lease"] is None
+
+
+def _import(client, auth, lines: list[dict], status: int = 200) -> dict:
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    answer = client.post("/memory/import", data=data, headers={**auth, "Content-Type": "application/x-ndjson"})
+    assert answer.status_code == status, answer.get_json()
+    return answer.get_json()
+
+
+def test_an_import_keeps_two_users_identical_lines_apart(scoped_client, auth):
+    client, services = scoped_client
+    line = {"content": "Zed likes tea", "timestamp": "2026-01-02T03:04:05+00:00"}
+    first = _import(client, auth, [{**line, "user_id": "zed", "agent_id": "a"}])
+    # Another user's identical line, alone and then beside a third user's in one file: each is a memory.
+    second = _import(client, auth, [{**line, "user_id": "yan", "agent_id": "a"}])
+    both = _import(client, auth, [{**line, "user_id": "xi", "agent_id": "a"}, {**line, "user_id": "wu", "agent_id": "a"}])
+    assert (first["created"], second["created"], both["created"]) == (1, 1, 2), (second, both)
+    owners = services.stores.graph.falkor.execute("MATCH (m:Memory) RETURN m.user_id, m.content", read_only=True)
+    assert sorted(owners) == [[user, line["content"]] for user in ("wu", "xi", "yan", "zed")]
+    # The same user's line again changes nothing.
+    again = _import(client, auth, [{**line, "user_id": "zed", "agent_id": "a"}])
+    assert (again["created"], again["skipped"]) == (0, 1)
+
+
+def test_an_import_refuses_an_id_held_by_another_users_memory(scoped_client, auth):
+    client, services = scoped_client
+    memory_id = "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b"
+    _import(client, auth, [{"id": memory_id, "content": "Zed likes tea", "user_id": "zed", "agent_id": "a"}])
+    for scope in ({"user_id": "yan", "agent_id": "a"}, {}):
+        report = _import(client, auth, [{"id": memory_id, "content": "Zed likes tea", **scope}], status=409)
+        assert report["conflicts_total"] == 1 and "scope" in report["conflicts"][0]["reason"], report
+        assert report["skipped"] == 0 and report["created"] == 0
+    assert services.stores.graph.get_memory(memory_id)["user_id"] == "zed"
+
+
+def test_an_unscoped_lines_derived_id_is_the_one_it_had_before_scopes():
+    line = {"content": "Zed likes tea", "timestamp": "2026-01-02T03:04:05+00:00", "type": "Memory"}
+    # The id derivation as it stood before scopes: uuid5 of type, timestamp and content.
+    expected = str(uuid.uuid5(IMPORT_NAMESPACE, f"Memory\n{line['timestamp']}\n{line['content']}"))
+    assert import_id(line, ("user_id",)) == import_id(line) == expected
+    assert import_id({**line, "user_id": "zed"}, ("user_id",)) != expected
+    assert import_id({**line, "user_id": "zed"}, ("user_id",)) != import_id({**line, "user_id": "yan"}, ("user_id",))
