@@ -12,7 +12,8 @@ import numpy as np
 from .embedding import Embedder
 from .errors import Conflict, NotFound
 from .importing import (
-    WRITTEN, ImportPlan, ImportProgress, ImportReport, no_progress, parse_lines, plan_import, read_jsonl, shift_times,
+    WRITTEN, ImportLine, ImportPlan, ImportProgress, ImportReport, no_progress, parse_lines, plan_import, read_jsonl,
+    shift_times,
 )
 from .lifecycle import Lifecycle
 from .memory import MAX_COUNT, NewMemory, parse_memory, parse_memory_id
@@ -27,6 +28,44 @@ log = logging.getLogger(__name__)
 IMPORT_BATCH = 500
 
 
+class MemoryChecks:
+    """A write's own validation, which needs no store: the memory service runs it first, and a write to a graph
+    that does not exist yet runs it before the graph is made, so that a refused write leaves no graph behind."""
+
+    def __init__(self, settings: Settings, clock: Callable[[], datetime] = utc_now):
+        self.settings = settings
+        self.clock = clock
+
+    def memory(self, body: Any, importing: bool = False) -> NewMemory:
+        return parse_memory(body, vector_size=self.settings.vector_size,
+                            max_content_chars=self.settings.max_content_chars, now=self.clock(),
+                            importing=importing, scope_properties=self.settings.consolidation_scope_properties)
+
+    def import_lines(self, data: bytes, report: ImportReport, shift_to_now: bool,
+                     progress: ImportProgress = no_progress) -> list[ImportLine]:
+        """Every line read and checked; what is wrong goes into the report's errors, in line order."""
+        bodies = read_jsonl(data, report, progress, self.settings.consolidation_scope_properties)
+        if shift_to_now and not report.errors:
+            shift_times(bodies, self.clock(), report)
+        lines = parse_lines(bodies, lambda body: self.memory(body, importing=True), report, progress)
+        report.errors.sort(key=lambda error: error["line"])
+        return lines
+
+    def import_writing_nothing(self, data: bytes, *, shift_to_now: bool = False, overwrite: bool = False,
+                               dry_run: bool = False) -> ImportReport | None:
+        """The report of an import into an empty graph when it writes nothing (a refused line, or a dry run);
+        None when it would write."""
+        report = ImportReport(dry_run=dry_run)
+        lines = self.import_lines(data, report, shift_to_now)
+        if report.errors:
+            return report
+        if not dry_run:
+            return None
+        plan = plan_import(lines, {}, {}, overwrite, report, self.settings.consolidation_scope_properties)
+        report.created, report.overwritten = len(plan.create), len(plan.overwrite)
+        return report
+
+
 class MemoryService:
     """Creates, reads, touches, imports and restores memories; both stores are written or neither is."""
 
@@ -37,10 +76,11 @@ class MemoryService:
         self.embedder = embedder
         self.lifecycle = lifecycle
         self.clock = clock
+        self.checks = MemoryChecks(settings, clock)
         self.audit = AuditLog(stores.graph.falkor)
 
     def create(self, body: Any) -> dict[str, Any]:
-        memory = self._parse(body, importing=False)
+        memory = self.checks.memory(body)
         memory_id = memory.properties["id"]
         self.stores.ensure_ready()
         if self.stores.graph.existing_ids([memory_id]):
@@ -76,19 +116,15 @@ class MemoryService:
                      dry_run: bool = False, progress: ImportProgress = no_progress) -> ImportReport:
         """Read and classify every line, then write all of them or none (see importing.py)."""
         report = ImportReport(dry_run=dry_run)
-        scopes = self.settings.consolidation_scope_properties
-        bodies = read_jsonl(data, report, progress, scopes)
-        if shift_to_now and not report.errors:
-            shift_times(bodies, self.clock(), report)
-        lines = parse_lines(bodies, lambda body: self._parse(body, importing=True), report, progress)
+        lines = self.checks.import_lines(data, report, shift_to_now, progress)
         if report.errors:
-            report.errors.sort(key=lambda error: error["line"])
             return report
         self.stores.ensure_ready()
         ids = [line.id for line in lines]
         stored = {m["id"]: m for m in self.stores.graph.get_memories(ids)}
         tombstoned = self.lifecycle.tombstones.open_states([i for i in ids if i not in stored])
-        plan = plan_import(lines, stored, tombstoned, overwrite, report, scopes)
+        plan = plan_import(lines, stored, tombstoned, overwrite, report,
+                           self.settings.consolidation_scope_properties)
         if report.conflicts or dry_run:
             report.created, report.overwritten = len(plan.create), len(plan.overwrite)
             return report
@@ -137,11 +173,6 @@ class MemoryService:
         except Exception:
             log.exception("memory import could not undo a failed import created=%d overwritten=%d; "
                           "POST /reconcile finds what is left", len(created), len(previous))
-
-    def _parse(self, body: Any, importing: bool) -> NewMemory:
-        return parse_memory(body, vector_size=self.settings.vector_size,
-                            max_content_chars=self.settings.max_content_chars, now=self.clock(),
-                            importing=importing, scope_properties=self.settings.consolidation_scope_properties)
 
     def _points(self, memories: list[NewMemory]) -> list[VectorPoint]:
         """Each memory's vector: its own embedding, or the built-in embedder's of its content."""

@@ -76,7 +76,7 @@ def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: da
                  importing: bool = False, scope_properties: tuple[str, ...] = ()) -> NewMemory:
     """Check every field and fill defaults; InvalidInput names the first field that is wrong."""
     body, scope = _scope_of(body, scope_properties)
-    fields = checked(ImportedMemoryFields if importing else MemoryFields, body)
+    fields = checked(ImportedMemoryFields if importing else MemoryFields, body, also_accepted=scope_properties)
     content = _content(fields.content, max_content_chars)
     timestamp = _time(fields.timestamp, "timestamp", now) or now
     last_accessed = _time(fields.last_accessed, "last_accessed", now) or timestamp

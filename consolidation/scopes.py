@@ -61,9 +61,12 @@ class Scoping:
 
 
 def check_scope_value(name: str, value: Any) -> None:
-    """A scope value is a non-empty string of printable characters (it is compared, never interpreted)."""
+    """A scope value is a non-empty string of printable characters (it is compared, never interpreted), without
+    whitespace at either end: "alice" and " alice" would be two users' memories, which nobody means."""
     if not isinstance(value, str) or not value or len(value) > MAX_VALUE_CHARS or not value.isprintable():
         raise InvalidInput(name, f"must be a non-empty string of at most {MAX_VALUE_CHARS} printable characters")
+    if value != value.strip():
+        raise InvalidInput(name, "must not begin or end with whitespace")
 
 
 def scope_codes(keys: Sequence[str]) -> np.ndarray:

@@ -13,7 +13,7 @@ from .engine import ConsolidationEngine
 from .errors import GraphRequired, StoreMismatch, UnknownGraph
 from .graphs import GraphSelection
 from .heap import bound_arenas
-from .ingest import MemoryService
+from .ingest import MemoryChecks, MemoryService
 from .scheduler import ConsolidationScheduler
 from .settings import Settings
 from .stores import Stores, open_stores, store_health
@@ -137,6 +137,7 @@ class Services:
     settings: Settings
     graphs: GraphRegistry
     scheduler: ConsolidationScheduler
+    checks: MemoryChecks  # a write's validation, run before a write makes a new graph
 
     # The default graph's parts: what a one-graph deployment (and most tests) work with.
     @property
@@ -193,7 +194,7 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
         graphs.close()
         raise
     scheduler = ConsolidationScheduler(graphs, settings.consolidation_tick_seconds, clock)
-    return Services(settings, graphs, scheduler)
+    return Services(settings, graphs, scheduler, MemoryChecks(settings, clock))
 
 
 def summarizer_for(settings: Settings) -> Summarizer:

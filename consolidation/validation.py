@@ -12,22 +12,25 @@ from .json_input import printable_name
 Model = TypeVar("Model", bound=BaseModel)
 
 
-def checked(model: type[Model], data: Any, field: str = "body") -> Model:
-    """`data` validated by `model`; the first failure becomes an InvalidInput naming its top-level field."""
+def checked(model: type[Model], data: Any, field: str = "body", also_accepted: tuple[str, ...] = ()) -> Model:
+    """`data` validated by `model`; the first failure becomes an InvalidInput naming its top-level field.
+    `also_accepted`: fields taken out of `data` before (the scope properties), named among the accepted ones."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise invalid_input(exc, model, field) from None
+        raise invalid_input(exc, model, field, also_accepted) from None
 
 
-def invalid_input(exc: ValidationError, model: type[BaseModel], field: str = "body") -> InvalidInput:
+def invalid_input(exc: ValidationError, model: type[BaseModel], field: str = "body",
+                  also_accepted: tuple[str, ...] = ()) -> InvalidInput:
     """The first error of a failed validation, in the words the API has always used for it."""
     error = exc.errors(include_url=False, include_context=False)[0]
     location = error["loc"]
     name = location[0] if location and isinstance(location[0], str) and printable_name(location[0]) else field
     kind = error["type"]
     if kind == "extra_forbidden":
-        return InvalidInput(name, f"is not accepted here (accepted: {', '.join(sorted(model.model_fields))})")
+        accepted = sorted({*model.model_fields, *also_accepted})
+        return InvalidInput(name, f"is not accepted here (accepted: {', '.join(accepted)})")
     if kind == "missing":
         return InvalidInput(name, "is required")
     if kind in ("bool_type", "bool_parsing"):

@@ -174,6 +174,26 @@ def test_a_prefix_serves_existing_graphs_and_a_write_creates_a_new_one(tenants):
     assert [entry["graph"] for entry in overview["graphs"]] == ["tenant_made_elsewhere", "tenant_new"]
 
 
+def test_a_refused_or_dry_write_makes_no_graph(tenants):
+    client = create_app(tenants.settings, services=tenants, start_scheduler=False).test_client()
+    jsonl = {**AUTH, "Content-Type": "application/x-ndjson"}
+    refused = [client.post("/memory", json={"content": 5}, headers=on("tenant_typo1")),
+               client.post("/memory/import", data=b'{"content": ""}\n', headers={**jsonl, "X-Graph": "tenant_typo2"})]
+    assert [answer.status_code for answer in refused] == [400, 400]
+    assert refused[1].get_json()["errors_total"] == 1
+    dry = client.post("/memory/import?dry_run=true", data=b'{"content": "a"}\n{"content": "b"}\n',
+                      headers={**jsonl, "X-Graph": "tenant_dry"})
+    assert dry.status_code == 200 and (dry.get_json()["created"], dry.get_json()["dry_run"]) == (2, True)
+    for name in ("tenant_typo1", "tenant_typo2", "tenant_dry"):
+        assert client.get("/consolidate/status", headers=on(name)).status_code == 404, name
+    assert graph_names(tenants) == [] and tenants.graphs.names() == []
+    # The same import, not dry, makes the graph and writes both lines.
+    done = client.post("/memory/import", data=b'{"content": "a"}\n{"content": "b"}\n',
+                       headers={**jsonl, "X-Graph": "tenant_dry"})
+    assert done.status_code == 200 and done.get_json()["created"] == 2
+    assert graph_names(tenants) == ["tenant_dry"]
+
+
 def test_the_openapi_documents_the_graph_header_on_every_graph_route(client):
     document = client.get("/openapi.json").get_json()
     for path, operations in document["paths"].items():

@@ -192,9 +192,11 @@ def test_the_api_takes_returns_and_checks_scope_properties(scoped_client, auth):
     memory_id = created.get_json()["memory"]["id"]
     shown = client.get(f"/memory/{memory_id}", headers=auth).get_json()["memory"]
     assert (shown["user_id"], shown["agent_id"]) == ("alice", "a1")
-    for bad in (5, "", "line\nbreak", ["alice"]):
+    for bad in (5, "", "line\nbreak", ["alice"], " ", " alice", "alice\u3000"):
         refused = client.post("/memory", json={"content": "x", "user_id": bad}, headers=auth)
         assert refused.status_code == 400 and refused.get_json()["field"] == "user_id", bad
+    unknown = client.post("/memory", json={"content": "x", "user": "alice"}, headers=auth).get_json()
+    assert unknown["field"] == "user" and "agent_id" in unknown["detail"] and "user_id" in unknown["detail"]
     line = b'{"content": "Bob prefers coffee", "user_id": "bob"}\n'
     imported = client.post("/memory/import", data=line, headers={**auth, "Content-Type": "application/x-ndjson"})
     assert imported.status_code == 200, imported.get_json()
@@ -254,3 +256,14 @@ def test_an_unscoped_lines_derived_id_is_the_one_it_had_before_scopes():
     assert import_id(line, ("user_id",)) == import_id(line) == expected
     assert import_id({**line, "user_id": "zed"}, ("user_id",)) != expected
     assert import_id({**line, "user_id": "zed"}, ("user_id",)) != import_id({**line, "user_id": "yan"}, ("user_id",))
+
+
+def test_the_openapi_document_lists_the_scope_properties_where_bodies_take_them(scoped_client, auth, client):
+    scoped, _ = scoped_client
+    for app_client, expected in ((scoped, {"user_id", "agent_id"}), (client, set())):
+        paths = app_client.get("/openapi.json").get_json()["paths"]
+        memory = paths["/memory"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        line = paths["/memory/import"]["post"]["requestBody"]["content"]["application/x-ndjson"]["schema"]["items"]
+        for schema in (memory, line):
+            assert {"user_id", "agent_id"} & set(schema["properties"]) == expected
+            assert all(schema["properties"][name]["type"] == "string" for name in expected)

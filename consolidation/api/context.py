@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from flask import current_app, g, request
 
-from ..errors import GRAPH_HEADER
+from ..errors import GRAPH_HEADER, UnknownGraph
 from ..service import GraphServices, Services
 
 
@@ -20,3 +22,21 @@ def graph(create: bool = False) -> GraphServices:
         g.graph = services().graphs.get(request.headers.get(GRAPH_HEADER) or None, create=create)
     return g.graph
 
+
+
+def graph_to_write(writes: Callable[[], bool]) -> GraphServices | None:
+    """The graph a write addresses. One under a prefix that does not exist yet is made only when `writes` (the
+    write's own checks, run without any store: raising what they refuse) says the write would write: a refused
+    or dry write leaves no graph behind. None when the graph does not exist and the write would write nothing."""
+    if "graph" not in g:
+        registry = services().graphs
+        name = request.headers.get(GRAPH_HEADER) or None
+        try:
+            g.graph = registry.get(name, create=False)
+        except UnknownGraph:
+            if name is None or not registry.selection.serves(name):
+                raise
+            if not writes():
+                return None
+            g.graph = registry.get(name, create=True)
+    return g.graph

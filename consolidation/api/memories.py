@@ -7,7 +7,7 @@ from flask import Blueprint, jsonify, request
 from ..errors import Unauthorized
 from ..memory import ImportedMemoryFields, MemoryFields
 from .auth import is_admin, require_admin, require_token
-from .context import graph
+from .context import graph, graph_to_write, services
 from .errors import error_response
 from .models import ErrorBody, ImportQuery, ImportRefused, ImportReport, MemoryAnswer, Restored
 from .openapi import ADMIN, addresses_graph, TOKEN, amend, answers, api, uuid_in_path
@@ -35,7 +35,13 @@ MEMORY_BODY = {"requestBody": {"required": True, "content": {"application/json":
 def create_memory():
     """Create a memory (409 if its id is taken, or belongs to a forgotten memory: restore that instead)."""
     body = request.get_json()
-    return jsonify({"memory": graph(create=True).memories.create({} if body is None else body)}), 201
+    body = {} if body is None else body
+
+    def writes() -> bool:
+        services().checks.memory(body)
+        return True
+
+    return jsonify({"memory": graph_to_write(writes).memories.create(body)}), 201
 
 
 @blueprint.post("/memory/import")
@@ -47,7 +53,16 @@ def import_memories(query: ImportQuery):
     """A JSONL body, one memory per line; every line is checked before any is written: all or nothing."""
     if query.overwrite and not is_admin():
         raise Unauthorized("overwrite=true replaces stored memories; only the admin token may ask for it")
-    report = graph(create=True).memories.import_jsonl(request.get_data(), **query.model_dump())
+    data, flags = request.get_data(), query.model_dump()
+    nothing_written = None
+
+    def writes() -> bool:
+        nonlocal nothing_written
+        nothing_written = services().checks.import_writing_nothing(data, **flags)
+        return nothing_written is None
+
+    target = graph_to_write(writes)
+    report = nothing_written if target is None else target.memories.import_jsonl(data, **flags)
     body = report.public()
     if report.errors:
         first = report.errors[0]

@@ -28,6 +28,7 @@ from spectree.plugins.flask_plugin import FlaskPlugin
 from .. import __version__
 from ..errors import GRAPH_HEADER
 from ..graphs import GRAPH_NAME
+from ..scopes import MAX_VALUE_CHARS
 from ..validation import checked, invalid_input
 from .models import ErrorBody, StoreUnavailableBody
 
@@ -144,7 +145,24 @@ def openapi_document(app: flask.Flask) -> dict[str, Any]:
             if graph:
                 operation.setdefault("parameters", []).append(copy.deepcopy(GRAPH_PARAMETER))
                 operation["responses"].setdefault("404", copy.deepcopy(UNKNOWN_GRAPH))
+    _add_scope_properties(document, app.extensions["consolidation"].settings.consolidation_scope_properties)
     return document
+
+
+def _add_scope_properties(document: dict[str, Any], names: tuple[str, ...]) -> None:
+    """The scope properties the settings name, in the bodies that take them (a memory, an import's lines): no
+    static model can list them, and without them the bodies' closed schemas would refuse what the service takes."""
+    bodies = [document["paths"].get("/memory", {}).get("post", {}),
+              document["paths"].get("/memory/import", {}).get("post", {})]
+    for operation in bodies:
+        for content in operation.get("requestBody", {}).get("content", {}).values():
+            schema = content.get("schema", {})
+            schema = schema.get("items", schema)
+            for name in names:
+                schema.setdefault("properties", {})[name] = {
+                    "type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS,
+                    "description": "a scope property (CONSOLIDATION_SCOPE_PROPERTIES): printable characters; "
+                                   "memories of different scopes are never consolidated together"}
 
 
 def _amendment(view: Callable) -> dict[str, Any] | None:
