@@ -52,7 +52,8 @@ class GraphSelection:
 
     def serves(self, name: str) -> bool:
         return bool(GRAPH_NAME.fullmatch(name)) and (
-            name in self.names or any(name.startswith(prefix) for prefix in self.prefixes))
+            # A prefix names graphs that go on after it: the bare prefix is a typo, not a tenant.
+            name in self.names or any(name.startswith(prefix) and name != prefix for prefix in self.prefixes))
 
     def served(self, existing: Iterable[str]) -> list[str]:
         """The graphs to consolidate, given the graphs the server holds: every named one, and each existing

@@ -44,7 +44,7 @@ def test_names_and_prefixes_select_graphs_and_collections_follow_the_graph_unles
     selection = GraphSelection.parse(["team_a", "tenant_*"], "team_a", "memories", {"tenant_x": "x_vectors"})
     assert selection.default == "team_a"
     assert selection.serves("tenant_42") and selection.serves("team_a")
-    assert not selection.serves("team_b") and not selection.serves("tenant_../x")
+    assert not selection.serves("team_b") and not selection.serves("tenant_../x") and not selection.serves("tenant_")
     assert selection.served(["tenant_1", "other", "team_a", "tenant_0"]) == ["team_a", "tenant_0", "tenant_1"]
     assert selection.collection("team_a") == "memories"  # the default graph keeps QDRANT_COLLECTION
     assert selection.collection("tenant_x") == "x_vectors"
