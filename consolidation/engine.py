@@ -179,9 +179,8 @@ class ConsolidationEngine:
     # --- reading ---------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        control, lease = self.control.state_and_lease()
+        control, lease, current = self.control.state_lease_and_run()
         now = self.clock()
-        current = self.runs.get(lease.run_id) if lease else None
         return {
             "graph": self.graph_name,
             **{f"last_{task}": control.get(f"last_{task}") for task in TASK_NAMES},

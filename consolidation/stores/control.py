@@ -8,6 +8,7 @@ from typing import Any
 
 from ..settings import TASK_NAMES
 from .falkor import Falkor
+from .runs import decode_run
 
 
 
@@ -54,16 +55,19 @@ class ControlStore:
         return self.state_and_lease()[0]
 
     def state_and_lease(self) -> tuple[dict[str, Any], Lease | None]:
-        """The control fields and the live lease, in one round trip (status is polled during long runs)."""
+        """The control fields and the live lease, in one round trip."""
         rows = self.falkor.records(f"MATCH {CONTROL} RETURN properties(c), timestamp() / 1000.0", read_only=True)
-        props, server_now = (dict(rows[0][0]), rows[0][1]) if rows else ({}, 0.0)
-        props["history"] = _decode_history(props.get("history"))
-        expires_at = props.get("lease_expires_at")
-        # The server's clock decides expiry, as it does when the lease is taken: replicas' clocks may differ.
-        live = expires_at is not None and expires_at >= server_now
-        lease = Lease(props.get("lease_holder"), props.get("lease_run_id"), props.get("lease_task"),
-                      expires_at) if live else None
-        return props, lease
+        return _state_and_lease(rows[0] if rows else None)
+
+    def state_lease_and_run(self) -> tuple[dict[str, Any], Lease | None, dict[str, Any] | None]:
+        """state_and_lease, and the record of the run holding the lease (None: none), in one round trip. Status
+        is polled during long runs, whose own reads and writes keep the server busy: every round trip waits."""
+        rows = self.falkor.records(
+            f"MATCH {CONTROL} OPTIONAL MATCH (r:ConsolidationRun {{id: c.lease_run_id}}) "
+            "RETURN properties(c), timestamp() / 1000.0, properties(r)", read_only=True)
+        state, lease = _state_and_lease(rows[0] if rows else None)
+        record = rows[0][2] if rows and lease is not None else None
+        return state, lease, decode_run(dict(record)) if record else None
 
     def record_task(self, task: str, entry: dict[str, Any], history_limit: int,
                     watermark: Watermark | None = None) -> None:
@@ -193,3 +197,16 @@ def _decode_history(raw: Any) -> list[dict[str, Any]]:
     except (TypeError, ValueError):
         return []
     return [entry for entry in history if isinstance(entry, dict)]
+
+
+def _state_and_lease(row: list[Any] | None) -> tuple[dict[str, Any], Lease | None]:
+    """The control fields (history decoded) and the live lease, from a row of properties(c) and the server's
+    time in epoch seconds."""
+    props, server_now = (dict(row[0]), row[1]) if row else ({}, 0.0)
+    props["history"] = _decode_history(props.get("history"))
+    expires_at = props.get("lease_expires_at")
+    # The server's clock decides expiry, as it does when the lease is taken: replicas' clocks may differ.
+    live = expires_at is not None and expires_at >= server_now
+    lease = Lease(props.get("lease_holder"), props.get("lease_run_id"), props.get("lease_task"),
+                  expires_at) if live else None
+    return props, lease
