@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, url: str | None, grap
     configure_logging(settings)
     services = _open(settings)
     try:
-        engine = _graph(services, graph, create=False).engine
+        engine = _graph(services, graph).engine
         begun = engine.begin(tasks, dry_run=dry_run, trigger="cli", full=full_pass)
         with RunBars(on_terminal(), tasks, lambda: _state_of(begun)):
             result = engine.execute(begun)
@@ -127,9 +128,18 @@ def _open(settings: Settings):
         raise click.ClickException(f"{exc.detail} (is the service running? then use --url)") from None
 
 
-def _graph(services: Services, name: str | None, create: bool) -> GraphServices:
+def _graph(services: Services, name: str | None) -> GraphServices:
+    """The graph --graph names, which must exist."""
+    return _graph_to_write(services, name, None)
+
+
+def _graph_to_write(services: Services, name: str | None,
+                    writes: Callable[[], bool] | None) -> GraphServices | None:
+    """The graph --graph names; a new one under a prefix is made only if `writes` says the write would write."""
     try:
-        return services.graphs.get(name, create=create)
+        if writes is None:
+            return services.graphs.get(name, create=False)
+        return services.graphs.to_write(name, writes)
     except ServiceError as exc:
         raise click.ClickException(exc.detail.replace("the X-Graph header", "--graph")) from None
 
@@ -141,12 +151,22 @@ def _remote(url: str, settings: Settings, graph: str | None) -> RemoteService:
 def _local_import(settings: Settings, graph: str | None, data: bytes, if_empty: bool, flags: dict[str, bool],
                   progress: ImportProgress) -> dict[str, Any] | None:
     services = _open(settings)
+    nothing_written = None
+
+    def writes() -> bool:
+        nonlocal nothing_written
+        nothing_written = services.checks.import_writing_nothing(data, **flags)
+        return nothing_written is None
+
     try:
-        target = _graph(services, graph, create=True)
+        started = time.monotonic()
+        target = _graph_to_write(services, graph, writes)
+        if target is None:  # a new graph, and the import writes nothing: it is not made
+            report = nothing_written.public()
+            return {**report, **throughput(report["lines"], time.monotonic() - started)}
         target.stores.ensure_ready()
         if if_empty and target.stores.graph.count_memories():
             return None
-        started = time.monotonic()
         report = target.memories.import_jsonl(data, **flags, progress=progress).public()
         return {**report, **throughput(report["lines"], time.monotonic() - started)}
     except ServiceError as exc:

@@ -28,7 +28,10 @@ class Scoping:
             raise InvalidInput("scope", f"must be an object with exactly the scope properties "
                                         f"{', '.join(self.properties)}")
         for name, value in values.items():
-            check_scope_value(name, value)
+            try:
+                check_scope_value(name, value)
+            except InvalidInput as exc:  # the caller's field is the scope (a memory's user_id is another)
+                raise InvalidInput("scope", f"{name} {exc.reason}") from None
         return Scoping(self.properties, values)
 
     def where(self, node: str = "m") -> str:

@@ -79,6 +79,17 @@ class GraphRegistry:
                 raise UnknownGraph(name)
             return self._open(name)
 
+    def to_write(self, name: str | None, writes: Callable[[], bool]) -> GraphServices | None:
+        """The graph a write addresses. One under a prefix that does not exist yet is made only when `writes`
+        (the write's own checks, run without any store, raising what they refuse) says the write would write:
+        a refused or dry write leaves no graph behind. None when it does not exist and nothing would be written."""
+        try:
+            return self.get(name, create=False)
+        except UnknownGraph:
+            if name is None or not self.selection.serves(name):
+                raise
+            return self.get(name, create=True) if writes() else None
+
     def refresh(self) -> list[str]:
         """The graphs to serve now: the named ones and those the server holds under a prefix."""
         if not self.selection.fixed:

@@ -224,3 +224,31 @@ def test_the_cli_works_on_the_graph_it_is_given(tmp_path):
     assert result["graph"] == "team_b" and result["results"]["decay"]["memories_processed"] == 2
     empty = CliRunner().invoke(cli, ["consolidate", "--task", "decay", "--graph", "team_a"], env=env)
     assert json.loads(empty.stdout)["results"]["decay"]["memories_processed"] == 0
+
+
+def test_the_cli_makes_a_new_graph_only_for_an_import_that_writes(tmp_path):
+    from click.testing import CliRunner
+
+    from consolidation.cli import main as cli
+
+    env = {"ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(tmp_path / "cli"), "VECTOR_SIZE": "16",
+           "FALKORDB_GRAPHS": "tenant_*"}
+    good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
+    good.write_text('{"content": "first note"}\n{"content": "second note"}\n')
+    bad.write_text('{"content": "first note"}\n{"content": 5}\n')
+    refused = CliRunner().invoke(cli, ["import", str(bad), "--graph", "tenant_bad"], env=env)
+    dry = CliRunner().invoke(cli, ["import", str(good), "--dry-run", "--graph", "tenant_dry"], env=env)
+    assert refused.exit_code != 0 and dry.exit_code == 0, (refused.output, dry.output)
+    assert json.loads(dry.stdout)["created"] == 2
+    services = build_services(load_settings(env))
+    try:
+        assert graph_names(services) == []
+    finally:
+        services.close()
+    assert CliRunner().invoke(cli, ["import", str(good), "--graph", "tenant_dry"], env=env).exit_code == 0
+    services = build_services(load_settings(env))
+    try:
+        assert graph_names(services) == ["tenant_dry"]
+        assert services.graphs.get("tenant_dry").stores.graph.count_memories() == 2
+    finally:
+        services.close()

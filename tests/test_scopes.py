@@ -161,8 +161,9 @@ def test_a_run_of_one_scope_touches_only_that_scope(scoped):
 def test_a_bad_scope_is_refused_before_the_lease(scoped, scope):
     from consolidation.errors import InvalidInput
 
-    with pytest.raises(InvalidInput):
+    with pytest.raises(InvalidInput) as refused:
         scoped.engine.begin(["dedup"], dry_run=True, trigger="test", scope=scope)
+    assert refused.value.field == "scope"
     assert scoped.engine.control.current_lease() is None
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from flask import current_app, g, request
 
-from ..errors import GRAPH_HEADER, UnknownGraph
+from ..errors import GRAPH_HEADER
 from ..service import GraphServices, Services
 
 
@@ -25,18 +25,10 @@ def graph(create: bool = False) -> GraphServices:
 
 
 def graph_to_write(writes: Callable[[], bool]) -> GraphServices | None:
-    """The graph a write addresses. One under a prefix that does not exist yet is made only when `writes` (the
-    write's own checks, run without any store: raising what they refuse) says the write would write: a refused
-    or dry write leaves no graph behind. None when the graph does not exist and the write would write nothing."""
+    """The graph a write addresses, made only if the write passes its checks (GraphRegistry.to_write)."""
     if "graph" not in g:
-        registry = services().graphs
-        name = request.headers.get(GRAPH_HEADER) or None
-        try:
-            g.graph = registry.get(name, create=False)
-        except UnknownGraph:
-            if name is None or not registry.selection.serves(name):
-                raise
-            if not writes():
-                return None
-            g.graph = registry.get(name, create=True)
+        found = services().graphs.to_write(request.headers.get(GRAPH_HEADER) or None, writes)
+        if found is None:
+            return None
+        g.graph = found
     return g.graph
