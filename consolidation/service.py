@@ -10,8 +10,8 @@ from datetime import datetime
 
 from .embedding import Embedder, HashingEmbedder
 from .engine import ConsolidationEngine
-from .errors import GraphRequired, StoreMismatch, UnknownGraph
-from .graphs import GraphSelection
+from .errors import GRAPH_HEADER, GraphRequired, InvalidInput, StoreMismatch, UnknownGraph
+from .graphs import GRAPH_NAME, GRAPH_NAME_RULE, GraphSelection
 from .heap import bound_arenas
 from .ingest import MemoryChecks, MemoryService
 from .scheduler import ConsolidationScheduler
@@ -64,6 +64,8 @@ class GraphRegistry:
             if self.selection.default is None:
                 raise GraphRequired()
             name = self.selection.default
+        if not GRAPH_NAME.fullmatch(name):  # no graph can have this name: the caller's mistake, not a 404
+            raise InvalidInput(GRAPH_HEADER, f"must be a graph name: {GRAPH_NAME_RULE}")
         if not self.selection.serves(name):
             raise UnknownGraph(name)
         with self._lock:

@@ -110,6 +110,9 @@ def test_without_a_default_graph_a_request_must_name_one_and_status_shows_every_
     assert refused.get_json()["field"] == "X-Graph" and "X-Graph" in refused.get_json()["detail"]
     unknown = client.get("/consolidate/status", headers=on("team_c"))
     assert unknown.status_code == 404 and unknown.get_json()["error"] == "unknown_graph"
+    for impossible in ("team a", "x" * 65, "tenant_\u00e9", "-team"):
+        refused = client.get("/consolidate/status", headers=on(impossible))
+        assert refused.status_code == 400 and refused.get_json()["field"] == "X-Graph", impossible
 
     client.post("/consolidate", json={"task": "decay", "wait": True}, headers=on("team_b"))
     overview = client.get("/consolidate/status", headers=AUTH).get_json()
