@@ -14,9 +14,10 @@ MAX_VALUE_CHARS = 256
 
 class Scoping:
     """How memories are partitioned: by the values of these properties (none: all memories are one scope);
-    `only`, when set, limits every read to the one scope with those values (a run of one scope)."""
+    `only`, when set, limits every read to the one scope with those values (None: without the property), for a
+    run of one scope."""
 
-    def __init__(self, properties: Sequence[str] = (), only: Mapping[str, str] | None = None):
+    def __init__(self, properties: Sequence[str] = (), only: Mapping[str, str | None] | None = None):
         self.properties = tuple(properties)
         self.only = dict(only) if only else None
 
@@ -28,6 +29,8 @@ class Scoping:
             raise InvalidInput("scope", f"must be an object with exactly the scope properties "
                                         f"{', '.join(self.properties)}")
         for name, value in values.items():
+            if value is None:  # the memories without this property: a scope of their own
+                continue
             try:
                 check_scope_value(name, value)
             except InvalidInput as exc:  # the caller's field is the scope (a memory's user_id is another)
@@ -38,10 +41,12 @@ class Scoping:
         """A Cypher condition true for the nodes in the limited scope (always true when not limited)."""
         if not self.only:
             return "true"
-        return " AND ".join(f"{node}.{name} = $scope_{name}" for name in self.properties)
+        # Absent as key_expression reads it (a missing value and an empty one are one scope).
+        return " AND ".join(f"{node}.{name} = $scope_{name}" if self.only[name] is not None
+                            else f"coalesce({node}.{name}, '') = ''" for name in self.properties)
 
     def params(self) -> dict[str, str]:
-        return {f"scope_{name}": value for name, value in (self.only or {}).items()}
+        return {f"scope_{name}": value for name, value in (self.only or {}).items() if value is not None}
 
     def key_expression(self, node: str = "m") -> str:
         """A Cypher expression giving the node's scope as one string; equal strings mean the same scope.

@@ -156,6 +156,23 @@ def test_a_run_of_one_scope_touches_only_that_scope(scoped):
     assert scoped.engine.get_run(result["run_id"])["scope"] == {"user_id": "alice"}
 
 
+def test_the_scope_of_memories_without_the_property_runs_alone(scoped):
+    made = {user: holdings(scoped, user) for user in ("alice", None)}
+    result = scoped.engine.run(["dedup", "creative", "cluster"], scope={"user_id": None})
+    assert result["scope"] == {"user_id": None} and all(r["success"] for r in result["results"].values())
+    owner = user_of(scoped)
+    touched = {owner[x] for a, _, b in edges(scoped) for x in (a, b)}
+    assert touched == {None} and result["results"]["dedup"]["merged"] > 0
+    assert result["results"]["dedup"]["memories_processed"] == sum(len(v) for v in made[None].values())
+
+
+def test_a_null_scope_value_names_the_memories_without_the_property(scoped_client, auth):
+    client, _ = scoped_client
+    done = client.post("/consolidate", json={"task": "dedup", "wait": True, "dry_run": True,
+                                             "scope": {"user_id": None, "agent_id": "a1"}}, headers=auth)
+    assert done.status_code == 200 and done.get_json()["scope"] == {"user_id": None, "agent_id": "a1"}
+
+
 @pytest.mark.parametrize("scope", [{"user_id": ""}, {"agent_id": "x"}, {"user_id": 5}, "alice",
                                    {"user_id": "a", "agent_id": "b"}, {"user_id": "tab\there"}])
 def test_a_bad_scope_is_refused_before_the_lease(scoped, scope):

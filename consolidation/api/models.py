@@ -31,9 +31,10 @@ class ConsolidateRequest(Strict):
                                           "(or came due) since its last run (see CONSOLIDATION_FULL_PASS_INTERVAL_"
                                           "SECONDS)")
     wait: bool = Field(False, description="answer 200 with the result when done, instead of 202 at once")
-    scope: dict[str, str] | None = Field(
+    scope: dict[str, str | None] | None = Field(
         None, description="run one scope alone: a value for each of CONSOLIDATION_SCOPE_PROPERTIES, e.g. "
-                          '{"user_id": "u-17"}; the schedule (last_<task>) is left to whole-graph runs')
+                          '{"user_id": "u-17"} (null: the memories without that property); the schedule '
+                          "(last_<task>) is left to whole-graph runs")
 
     @field_validator("mode")
     @classmethod
@@ -108,7 +109,7 @@ class RunStarted(BaseModel):
     state: Literal["running"]
     tasks: list[str]
     dry_run: bool
-    scope: dict[str, str] | None = None
+    scope: dict[str, str | None] | None = None
     status_url: str = Field(description="GET it to follow the run")
 
 
@@ -124,7 +125,7 @@ class RunResult(BaseModel):
     finished_at: str
     duration_seconds: float
     success: bool
-    scope: dict[str, str] | None = Field(None, description="the one scope the run was limited to")
+    scope: dict[str, str | None] | None = Field(None, description="the one scope the run was limited to")
     results: dict[str, dict[str, Any]]
 
 
@@ -150,7 +151,7 @@ class RunRecord(BaseModel):
     progress: Progress | dict[str, Any] | None = None
     result: dict[str, dict[str, Any]] | None = None
     error: str | None = None
-    scope: dict[str, str] | None = None
+    scope: dict[str, str | None] | None = None
 
 
 class HistoryEntry(BaseModel):
