@@ -139,6 +139,7 @@ class MemoryService:
         total, written = len(plan.create) + len(plan.overwrite), 0
         progress(WRITTEN, 0, total)
         try:
+            self._unmerge([stored[line.id] for line in plan.overwrite])
             for batch in chunked(plan.create, IMPORT_BATCH):
                 created |= self._write_new([line.memory for line in batch])
                 written += len(batch)
@@ -162,6 +163,15 @@ class MemoryService:
                               replaced_tombstones=plan.replaces_tombstones[:1000])
             log.warning("memory import overwrote memories count=%d replaced_tombstones=%d", len(overwritten),
                         len(plan.replaces_tombstones))
+
+    def _unmerge(self, replaced: list[dict[str, Any]]) -> None:
+        """Undo the merge of each merged duplicate an overwrite replaces, as a restore does (its edges back, the
+        canonical's fields without it): the line is a memory of its own, and a merge left in place would go on
+        lending the canonical its old text, and carry the canonical's supersessions over to it."""
+        now = self.clock()
+        for memory in replaced:
+            if memory.get("merged_into"):
+                self.lifecycle.restore(memory["id"], now)
 
     def _undo(self, created: set[str], previous: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> None:
         try:

@@ -18,7 +18,7 @@ from consolidation.service import build_services
 from consolidation.similarity import Pairs
 from consolidation.stores.vectors import VectorPoint
 from consolidation.tasks import TASKS
-from tests.conftest import NOW, Clock, add_memory, days_ago, make_settings, unit, vector_at
+from tests.conftest import NOW, Clock, add_memory, days_ago, link, make_settings, unit, vector_at
 
 DIM = 96
 TASKS_COMPARED = ["decay", "dedup", "cluster"]
@@ -622,3 +622,76 @@ def test_on_a_generated_store_an_incremental_run_matches_a_full_pass(tmp_path, s
     finally:
         incremental.close()
         full.close()
+
+
+# --- found by comparing the two passes over random operations --------------------------------------------------
+
+OLD, ANNOUNCEMENT, RESTATEMENT, NOTE_A, NOTE_B = (f"00000000-0000-4000-8000-{k:012d}" for k in range(5))
+
+
+def leaning(on: int, cosine: float, aside: int) -> np.ndarray:
+    return unit(cosine * axis(on) + np.sqrt(1 - cosine ** 2) * axis(aside))
+
+
+def links(services) -> dict[str, set[tuple[str, str]]]:
+    return {relation: set(map(tuple, services.stores.graph.falkor.records(
+        f"MATCH (a:Memory)-[:{relation}]->(b:Memory) RETURN a.id, b.id")))
+        for relation in ("MERGED_INTO", "SUPERSEDES", "CONTRADICTS")}
+
+
+def test_a_merge_that_moves_a_supersession_adds_no_contradiction_beside_it(tmp_path):
+    """A new restatement becomes the canonical of an old statement and takes over the SUPERSEDES edge the old one
+    had: the incremental pass, like the full one, does not add a contradiction beside it (links already made are
+    left out once the merges are written)."""
+    clock = Clock()
+    twins = [build_services(settings_for(tmp_path / name), clock=clock) for name in ("incremental", "full")]
+    try:
+        for services in twins:
+            for memory_id, vector, text, days in (
+                    (OLD, axis(0), "We use Kafka for the payroll database", 2),
+                    (ANNOUNCEMENT, leaning(0, 0.81, 1), "We replaced Kafka with Airflow for the payroll database", 1),
+                    (NOTE_A, axis(5), "Lunch is at noon on Fridays", 1), (NOTE_B, axis(6), "Parking is behind", 1)):
+                services.memories.create({**body(vector, text, timestamp=days_ago(days)), "id": memory_id})
+            assert services.engine.run(["dedup"], full=True)["success"]
+            assert links(services)["SUPERSEDES"] == {(ANNOUNCEMENT, OLD)}
+            services.memories.create({**body(leaning(0, 0.97, 2), "we use kafka for the payroll database!"),
+                                      "id": RESTATEMENT})
+            for note in (NOTE_A, NOTE_B):  # better connected than the old statement: it becomes the canonical
+                link(services, RESTATEMENT, note)
+        incremental, full = twins
+        fast = incremental.engine.run(["dedup"])["results"]["dedup"]
+        slow = full.engine.run(["dedup"], full=True)["results"]["dedup"]
+        assert (fast["pass"], slow["pass"]) == ("incremental", "full")
+        assert links(incremental) == links(full)
+        assert links(full) == {"MERGED_INTO": {(OLD, RESTATEMENT)}, "SUPERSEDES": {(ANNOUNCEMENT, RESTATEMENT)},
+                               "CONTRADICTS": set()}
+    finally:
+        for services in twins:
+            services.close()
+
+
+def test_an_overwritten_duplicate_leaves_its_merge(tmp_path):
+    """An administrator's overwrite of a merged duplicate is a memory of its own: its merge is undone first (as a
+    restore does), so the canonical no longer stands for its old text and a later supersession of the canonical
+    does not reach it."""
+    services = build_services(settings_for(tmp_path / "data"), clock=Clock())
+    try:
+        services.memories.create({**body(axis(0), "Backups of service juliet run on Thursday", timestamp=days_ago(6)),
+                                  "id": OLD})
+        services.memories.create({**body(leaning(0, 0.97, 2), "backups of service juliet run on thursday!",
+                                         timestamp=days_ago(5)), "id": RESTATEMENT})
+        assert services.engine.run(["dedup"])["results"]["dedup"]["merged"] == 1
+        line = {**body(axis(7), "Backups of service alpha run on Monday", timestamp=days_ago(5)), "id": RESTATEMENT}
+        report = services.memories.import_jsonl(json.dumps(line).encode(), overwrite=True)
+        assert report.overwritten == 1
+        replaced = services.memories.get(RESTATEMENT)
+        assert replaced["content"] == line["content"] and not replaced["archived"] and replaced["merged_into"] is None
+        assert links(services)["MERGED_INTO"] == set()
+        services.memories.create({**body(leaning(0, 0.81, 1), "Backups of service juliet now run on Tuesday"),
+                                  "id": ANNOUNCEMENT})
+        assert services.engine.run(["dedup"])["success"]
+        assert links(services)["SUPERSEDES"] == {(ANNOUNCEMENT, OLD)}
+        assert services.memories.get(RESTATEMENT)["superseded_by"] is None
+        assert services.memories.get(OLD)["superseded_by"] == ANNOUNCEMENT
+    finally:
+        services.close()

@@ -139,12 +139,6 @@ def new_links(ctx: TaskContext, supersessions: list[Supersession],
             [c for c in contradictions if frozenset((c.a, c.b)) not in linked | superseding])
 
 
-def write(ctx: TaskContext, merges: list[Merge], supersessions: list[Supersession],
-          contradictions: list[Contradiction], created: dict[str, float]) -> None:
-    write_merges(ctx, merges)
-    write_links(ctx, supersessions, contradictions, created)
-
-
 def write_merges(ctx: TaskContext, merges: list[Merge]) -> None:
     if merges:
         archived = ctx.hygiene.merge(

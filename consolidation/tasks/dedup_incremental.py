@@ -70,7 +70,7 @@ class Verdicts:
     candidates: list[Candidate]  # every candidate read, the pools of the announcements judged included
     merges: list[Merge]
     kept_apart: Pairs
-    supersessions: list[Supersession]
+    supersessions: list[Supersession]  # earlier runs' links still among them (run() leaves them out)
     contradictions: list[Contradiction]
     similar_pairs: int
 
@@ -92,7 +92,12 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     except TooMuchChanged as exc:
         return {**dedup.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
     if not dry_run:
-        dedup.write(ctx, v.merges, v.supersessions, v.contradictions, {c.id: c.created for c in v.candidates})
+        dedup.write_merges(ctx, v.merges)
+    # As the full pass does: links an earlier run made are left out once the merges are in (a merge moves the
+    # duplicate's SUPERSEDES edge to its canonical, which then needs no contradiction beside it).
+    v.supersessions, v.contradictions = dedup.new_links(ctx, v.supersessions, v.contradictions)
+    if not dry_run:
+        dedup.write_links(ctx, v.supersessions, v.contradictions, {c.id: c.created for c in v.candidates})
         dedup.store_terms(ctx, v.candidates, np.array([region.read_changes[c.id] for c in v.candidates]),
                           [region.stamps[c.id] for c in v.candidates])
     ctx.progress(len(region.ids), len(region.ids))
@@ -122,8 +127,7 @@ def _judge(ctx: TaskContext, region: Region) -> Verdicts:
     candidates, _ = region.candidates()
     active = dedup.after_merges(candidates, merges)
     supersessions, contradictions = changes_over_time(active, region.related, only=judged)
-    supersessions, contradictions = dedup.new_links(
-        ctx, supersessions, contradictions + simultaneous_conflicts(active, region.related))
+    contradictions += simultaneous_conflicts(active, region.related)
     return Verdicts(grouped, candidates, merges, kept_apart, supersessions, contradictions, int(pairs.rows.size))
 
 
