@@ -128,18 +128,12 @@ def _open(settings: Settings):
         raise click.ClickException(f"{exc.detail} (is the service running? then use --url)") from None
 
 
-def _graph(services: Services, name: str | None) -> GraphServices:
-    """The graph --graph names, which must exist."""
-    return _graph_to_write(services, name, None)
-
-
-def _graph_to_write(services: Services, name: str | None,
-                    writes: Callable[[], bool] | None) -> GraphServices | None:
-    """The graph --graph names; a new one under a prefix is made only if `writes` says the write would write."""
+def _graph(services: Services, name: str | None,
+           writes: Callable[[], bool] | None = None) -> GraphServices | None:
+    """The graph --graph names: one that exists, or for a write (`writes`, GraphRegistry.to_write) a new one under
+    a prefix, made only if the write will write (None when it will not)."""
     try:
-        if writes is None:
-            return services.graphs.get(name, create=False)
-        return services.graphs.to_write(name, writes)
+        return services.graphs.to_write(name, writes) if writes else services.graphs.get(name, create=False)
     except ServiceError as exc:
         raise click.ClickException(exc.detail.replace("the X-Graph header", "--graph")) from None
 
@@ -151,18 +145,12 @@ def _remote(url: str, settings: Settings, graph: str | None) -> RemoteService:
 def _local_import(settings: Settings, graph: str | None, data: bytes, if_empty: bool, flags: dict[str, bool],
                   progress: ImportProgress) -> dict[str, Any] | None:
     services = _open(settings)
-    nothing_written = None
-
-    def writes() -> bool:
-        nonlocal nothing_written
-        nothing_written = services.checks.import_writing_nothing(data, **flags)
-        return nothing_written is None
-
+    gate = services.checks.import_gate(data, flags)
     try:
         started = time.monotonic()
-        target = _graph_to_write(services, graph, writes)
+        target = _graph(services, graph, gate)
         if target is None:  # a new graph, and the import writes nothing: it is not made
-            report = nothing_written.public()
+            report = gate.report.public()
             return {**report, **throughput(report["lines"], time.monotonic() - started)}
         target.stores.ensure_ready()
         if if_empty and target.stores.graph.count_memories():

@@ -65,6 +65,22 @@ class MemoryChecks:
         report.created, report.overwritten = len(plan.create), len(plan.overwrite)
         return report
 
+    def import_gate(self, data: bytes, flags: dict[str, bool]) -> ImportGate:
+        return ImportGate(self, data, flags)
+
+
+class ImportGate:
+    """What an import into a graph that does not exist yet asks before the graph is made (GraphRegistry.to_write):
+    called, it says whether the import writes; when it does not, `report` is what it would have answered."""
+
+    def __init__(self, checks: MemoryChecks, data: bytes, flags: dict[str, bool]):
+        self.checks, self.data, self.flags = checks, data, flags
+        self.report: ImportReport | None = None
+
+    def __call__(self) -> bool:
+        self.report = self.checks.import_writing_nothing(self.data, **self.flags)
+        return self.report is None
+
 
 class MemoryService:
     """Creates, reads, touches, imports and restores memories; both stores are written or neither is."""

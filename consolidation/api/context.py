@@ -15,20 +15,23 @@ def services() -> Services:
     return current_app.extensions["consolidation"]
 
 
-def graph(create: bool = False) -> GraphServices:
+def graph() -> GraphServices:
     """The graph the request names in the X-Graph header (none: the default graph). A graph under a prefix that
-    does not exist yet is created only by a write that asks (`create`), and is a 404 otherwise."""
+    does not exist yet is a 404 here; only a write makes one (graph_to_write)."""
     if "graph" not in g:
-        g.graph = services().graphs.get(request.headers.get(GRAPH_HEADER) or None, create=create)
+        g.graph = services().graphs.get(_named(), create=False)
     return g.graph
-
 
 
 def graph_to_write(writes: Callable[[], bool]) -> GraphServices | None:
     """The graph a write addresses, made only if the write passes its checks (GraphRegistry.to_write)."""
     if "graph" not in g:
-        found = services().graphs.to_write(request.headers.get(GRAPH_HEADER) or None, writes)
+        found = services().graphs.to_write(_named(), writes)
         if found is None:
             return None
         g.graph = found
     return g.graph
+
+
+def _named() -> str | None:
+    return request.headers.get(GRAPH_HEADER) or None

@@ -54,15 +54,9 @@ def import_memories(query: ImportQuery):
     if query.overwrite and not is_admin():
         raise Unauthorized("overwrite=true replaces stored memories; only the admin token may ask for it")
     data, flags = request.get_data(), query.model_dump()
-    nothing_written = None
-
-    def writes() -> bool:
-        nonlocal nothing_written
-        nothing_written = services().checks.import_writing_nothing(data, **flags)
-        return nothing_written is None
-
-    target = graph_to_write(writes)
-    report = nothing_written if target is None else target.memories.import_jsonl(data, **flags)
+    gate = services().checks.import_gate(data, flags)
+    target = graph_to_write(gate)
+    report = gate.report if target is None else target.memories.import_jsonl(data, **flags)
     body = report.public()
     if report.errors:
         first = report.errors[0]
