@@ -114,6 +114,30 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, url: str | None, grap
     sys.exit(0 if result["success"] else 1)
 
 
+@main.command()
+@click.argument("pairs", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--precision", type=click.FloatRange(0.5, 1.0), default=0.97, show_default=True,
+              help="The merge precision every set must reach (at an even mix of same and different pairs).")
+def calibrate(pairs: Path, precision: float) -> None:
+    """Find the dedup judge's thresholds for your embedding model, from labelled pairs.
+
+    PAIRS is a JSONL file, one labelled pair a line: {"a": text, "b": text, "same": true or false (or "label":
+    "pos" / "neg"), "a_embedding": [...], "b_embedding": [...]} with the vectors your model gives the two texts,
+    and optionally "set": a name (each set must reach the precision on its own). Public labelled pairs (MRPC,
+    STS-B) embedded by your model make a good start; pairs from your own memories a better one.
+
+    Prints, as JSON, the settings to use (CONSOLIDATION_DEDUP_SAME_FACT_SIMILARITY and the others) and how they
+    and the best plain cosine threshold score on each set.
+    """
+    from .hygiene.calibration import calibrate_from_lines
+
+    try:
+        found = calibrate_from_lines(pairs.read_text().splitlines(), precision)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(found, indent=2))
+
+
 def _settings() -> Settings:
     try:
         return load_settings()

@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from .facts import content_words, read_fact
+from .hygiene.facts import content_words, read_fact
 
 # Weights per feature family: the content terms carry what a text says, the terms tagged with the side of a
 # relation they are on ("tabs over spaces") its direction, bigrams the order of its words, character trigrams

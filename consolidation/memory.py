@@ -64,6 +64,10 @@ class ImportedMemoryFields(MemoryFields):
     archived_at: Time | None = None
 
 
+EMBEDDED_BY = "embedded_by"
+BUILT_IN_EMBEDDER = "built-in"
+
+
 @dataclass(frozen=True)
 class NewMemory:
     """A validated memory: the graph properties and, if the caller sent one, its embedding."""
@@ -103,7 +107,10 @@ def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: da
         graph_float(relevance) if relevance is not None
         else initial_relevance(properties, timestamp, last_accessed, now)
     )
-    return NewMemory(properties, _embedding(fields.embedding, vector_size))
+    embedding = _embedding(fields.embedding, vector_size)
+    # Whose vector it is: dedup judges two memories embedded by the built-in embedder on its calibration.
+    properties[EMBEDDED_BY] = BUILT_IN_EMBEDDER if embedding is None else None
+    return NewMemory(properties, embedding)
 
 
 def _scope_of(body: Any, scope_properties: tuple[str, ...]) -> tuple[Any, dict[str, str]]:

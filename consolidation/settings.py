@@ -89,8 +89,33 @@ class Settings(BaseModel):
 
     # Memory hygiene (dedup).
     consolidation_dedup_similarity: Fraction = Field(
-        0.75, description="a cosine similarity 0..1 two memories need to be considered one fact"
+        0.75, description="a cosine similarity 0..1: pairs less similar are never compared (the neighbour "
+                          "search's threshold; the judge's own thresholds are higher)"
     )
+    consolidation_dedup_vectors: Literal["auto", "built-in", "client"] = Field(
+        "auto", description="auto, built-in or client: whose vectors the similarities are (auto: the built-in "
+                            "embedder's when a sample of stored vectors is what it makes of their texts)")
+    consolidation_dedup_same_fact_similarity: Fraction | None = Field(
+        None, description="a cosine similarity 0..1 two texts with no term added need (client vectors; empty: "
+                          "the calibrated default; `consolidation calibrate` finds your model's)")
+    consolidation_dedup_similarity_per_added_term: float | None = Field(
+        None, ge=0, le=0.5, description="a number 0..0.5 the similarity needed rises by per term one text adds "
+                                        "(client vectors; empty: the calibrated default)")
+    consolidation_dedup_similarity_per_added_share: float | None = Field(
+        None, ge=0, le=1, description="a number 0..1 the similarity needed rises by, times the share of a text's "
+                                      "terms the other lacks (client vectors; empty: the calibrated default)")
+    consolidation_dedup_swapped_similarity: Fraction | None = Field(
+        None, description="a cosine similarity 0..1 two texts each with a term the other lacks need at least "
+                          "(client vectors; empty: the calibrated default)")
+    consolidation_dedup_model_judge: bool = Field(
+        False, description="true or false: ask the SUMMARIZER_LLM_URL model about the pairs the rules cannot "
+                           "settle (needs SUMMARIZER_LLM_URL)")
+    consolidation_dedup_model_budget_pairs: int = Field(
+        200, ge=0, description="an integer >= 0: most pairs a run asks the model about")
+    consolidation_dedup_model_budget_seconds: float = Field(
+        60.0, gt=0, description="seconds > 0 a run spends asking the model at most")
+    consolidation_dedup_model_batch: int = Field(
+        20, ge=1, le=100, description="an integer 1..100: pairs asked about in one request")
 
     # Creative associations.
     consolidation_creative_sample_size: int = Field(30, ge=2, le=1000, description="an integer 2..1000")
@@ -151,7 +176,9 @@ class Settings(BaseModel):
     @field_validator(
         "falkordb_host", "falkordb_password", "qdrant_url", "qdrant_api_key", "api_token",
         "summarizer_llm_url", "summarizer_llm_api_key", "prometheus_multiproc_dir",
-        "consolidation_decay_importance_threshold", mode="before",
+        "consolidation_decay_importance_threshold", "consolidation_dedup_same_fact_similarity",
+        "consolidation_dedup_similarity_per_added_term", "consolidation_dedup_similarity_per_added_share",
+        "consolidation_dedup_swapped_similarity", mode="before",
     )
     @classmethod
     def _empty_means_unset(cls, value):
@@ -225,6 +252,12 @@ class Settings(BaseModel):
                 "WEB_CONCURRENCY > 1 needs store servers (FALKORDB_HOST and QDRANT_URL): "
                 "the embedded stores belong to one process; use WEB_THREADS for concurrency"
             )
+        return self
+
+    @model_validator(mode="after")
+    def _model_judge_needs_a_model(self) -> Settings:
+        if self.consolidation_dedup_model_judge and not self.summarizer_llm_url:
+            raise ValueError("CONSOLIDATION_DEDUP_MODEL_JUDGE=true needs SUMMARIZER_LLM_URL: the model it asks")
         return self
 
     @model_validator(mode="after")

@@ -11,7 +11,7 @@ from typing import Protocol
 
 import httpx
 
-from .facts import STOPWORDS
+from .hygiene.facts import STOPWORDS
 
 log = logging.getLogger(__name__)
 WORD = re.compile(r"[^\W_]+", re.UNICODE)

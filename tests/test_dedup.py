@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from consolidation.hygiene import TERMS_VERSION
+from consolidation.hygiene.terms import TERMS_VERSION
 from consolidation.stores.vectors import VectorPoint
 from tests.conftest import add_memory, axis, days_ago, link, unit, vector_at
 
@@ -72,18 +74,21 @@ def test_a_duplicates_edges_move_to_the_canonical_and_remember_where_from(servic
     assert remaining == [["MERGED_INTO"]]
 
 
-@pytest.mark.parametrize("text, look_alike", [
-    ("Staging deploys happen on Tuesday", "Production deploys happen on Tuesday"),
-    ("The cache TTL is 5 minutes", "The cache TTL is 15 minutes"),
-    ("User likes dark mode in the editor", "User does not like dark mode in the editor"),
-    ("Prefer tabs over spaces", "Prefer spaces over tabs"),
+@pytest.mark.parametrize("text, look_alike, conflict, values", [
+    ("Staging deploys happen on Tuesday", "Production deploys happen on Tuesday", "environment",
+     ("Staging", "Production")),
+    ("The cache TTL is 5 minutes", "The cache TTL is 15 minutes", "number", ("5", "15")),
+    ("User likes dark mode in the editor", "User does not like dark mode in the editor", "negation", ("not",)),
+    ("Prefer tabs over spaces", "Prefer spaces over tabs", "relation side", ("over spaces", "over tabs")),
 ])
-def test_a_look_alike_is_never_merged_even_with_the_same_vector(services, text, look_alike):
+def test_a_look_alike_is_never_merged_even_with_the_same_vector(services, text, look_alike, conflict, values):
     a = remember(services, text)
     b = remember(services, look_alike)  # identical vectors: only the text can tell them apart
     report = dedup(services)
     assert report["merged"] == 0 and not stored(services, a)["archived"] and not stored(services, b)["archived"]
-    assert report["kept_apart_total"] == 1 and "the facts differ" in report["kept_apart"][0]["reason"]
+    assert report["kept_apart_total"] == 1
+    reason = report["kept_apart"][0]["reason"]  # the conflict, in the memories' own words
+    assert f"conflicting {conflict}" in reason and all(value in reason for value in values)
 
 
 def test_memories_of_different_types_are_never_merged(services):
@@ -301,3 +306,34 @@ def test_a_new_memory_is_written_with_the_fact_terms_a_dedup_pass_would_store(se
     foreign_stamp, foreign_change = terms_of(foreign)[3:]
     assert foreign_stamp == f"{TERMS_VERSION}:{foreign_change}"
     assert dedup(services)["merged"] == 0 and not written[1:]
+
+
+def test_numbered_notes_recorded_at_one_moment_are_neither_merged_nor_contradicting(services):
+    """An import writes notes that differ only in their numbers at one moment: serial numbers name notes, they
+    are not values of one thing, so no two contradict (the rule used to link every two differing in one)."""
+    rng = np.random.default_rng(3)
+    lines = [{"content": f"old note {k} about topic {rng.integers(8)} and detail {rng.integers(4)}",
+              "type": "Context", "timestamp": days_ago(1)} for k in range(300)]
+    assert services.memories.import_jsonl("\n".join(map(json.dumps, lines)).encode()).created == 300
+    for _ in range(2):
+        report = services.engine.run(["dedup"], full=True)["results"]["dedup"]
+        assert report["merged"] == 0 and report["contradictions_total"] == 0
+    assert edges(services, "CONTRADICTS") == []
+
+
+def test_what_one_run_writes_is_bounded_and_the_rest_counted(services):
+    """Six closing times recorded at one moment: every two conflict (15 pairs); a memory takes at most
+    CONTRADICTIONS_PER_MEMORY edges and the report counts the pairs left out."""
+    from consolidation.tasks.dedup import CONTRADICTIONS_PER_MEMORY
+
+    when = days_ago(2)
+    ids = [remember(services, f"The gym closes at {hour} pm", vector_at(0.9, BASE, axis(3 + hour)),
+                    memory_type="Fact", timestamp=when) for hour in range(5, 11)]
+    report = dedup(services)
+    written = edges(services, "CONTRADICTS")
+    per_memory = {i: sum(i in (a, b) for a, b, _ in written) for i in ids}
+    assert max(per_memory.values()) <= CONTRADICTIONS_PER_MEMORY
+    assert len(written) == report["contradictions_total"] and len(written) + report["contradictions_left_out"] == 15
+    assert report["contradictions_left_out"] > 0
+    again = dedup(services)  # a memory already at its bound takes no more on a later run
+    assert again["contradictions_total"] == 0 and len(edges(services, "CONTRADICTS")) == len(written)

@@ -4,8 +4,10 @@ import math
 
 import pytest
 
-from consolidation.facts import read_fact
-from consolidation.hygiene import Candidate, changes_over_time, match_change, merged_fields, one_fact
+from consolidation.hygiene.facts import read_fact
+from consolidation.hygiene.candidate import Candidate
+from consolidation.hygiene.changes import changes_over_time, match_change, simultaneous_conflicts
+from consolidation.hygiene.merges import merged_fields
 
 
 def key(text: str) -> frozenset[str]:
@@ -44,17 +46,6 @@ def test_restatements_share_a_key(first, second):
 ])
 def test_look_alikes_never_share_a_key(first, second):
     assert key(first) != key(second)
-
-
-def test_one_added_word_is_wording_unless_it_is_a_value():
-    def same(a, b):
-        return one_fact((key(a), a), (key(b), b))
-
-    assert same("Use Redis for session caching", "Use Redis for session caching, decided in review")
-    assert not same("Deploys happen on Tuesday", "Staging deploys happen on Tuesday")  # a value word
-    assert not same("Use Redis for caching", "Use Redis for caching with Sentinel")  # a name
-    assert not same("Deploys happen on Tuesday", "Deploys do not happen on Tuesday")  # negation
-    assert not same("Keep 3 backups", "Keep 3 backups for 7 days")  # a number (and its unit)
 
 
 @pytest.mark.parametrize("text, subject, old, new", [
@@ -135,7 +126,7 @@ def test_merged_fields_sum_uses_and_keep_the_highest_values():
 def test_a_full_word_cache_reads_every_text_as_an_empty_one_would(monkeypatch):
     """Found at 1M memories: once the word cache was full, a word it had missed read as nothing the second
     time, so "Note 123 ..." and "Note 124 ..." could share a key (and a restatement could lose its source's)."""
-    import consolidation.facts as facts
+    import consolidation.hygiene.facts as facts
 
     texts = ["Note 123 about billing. Detail 417 recorded for later.",
              "Note 124 about billing. Detail 417 recorded for later."]
@@ -147,3 +138,48 @@ def test_a_full_word_cache_reads_every_text_as_an_empty_one_would(monkeypatch):
     assert len(facts._CLASSIFIED) == 2
     read_fact.cache_clear()
     assert read_fact(texts[0]).key != read_fact(texts[1]).key
+
+
+# --- changes from the pair, not from a word (issue 29) ----------------------------------------------------------
+
+@pytest.mark.parametrize("older, newer", [
+    ("A person is slicing an onion.", "A person cuts ginger."),  # "cuts" here changes no value
+    ("KL shares higher at mid-afternoon", "KL shares lower at mid-morning"),  # a state, not a change
+    ("The user is in Lisbon", 'He said "we are moving to Porto right now" at dinner'),  # someone's words
+    ("Deploys happen on Tuesday", "Deploys right now happen on Tuesday and Friday"),
+])
+def test_a_change_word_elsewhere_in_a_sentence_supersedes_nothing(older, newer):
+    memories = [memory("old", older, 0), memory("new", newer, 5)]
+    assert changes_over_time(memories, lambda a, b: True) == ([], [])
+
+
+def test_a_change_that_names_no_value_replaces_a_value_not_a_word():
+    """"Now" substitutes one value of the older statement: a number, a name, a day; not any word."""
+    replaced = [memory("old", "The cache TTL is 5 minutes", 0), memory("new", "The cache TTL is now 15 minutes", 5)]
+    assert [(s.newer, s.older) for s in changes_over_time(replaced, lambda a, b: True)[0]] == [("new", "old")]
+    reworded = [memory("old", "The team reviews code carefully", 0),
+                memory("new", "The team now reviews code quickly", 5)]
+    assert changes_over_time(reworded, lambda a, b: True) == ([], [])
+
+
+def at_once(*texts: str) -> list[Candidate]:
+    return [memory(f"m{k}", text, 0) for k, text in enumerate(texts)]
+
+
+@pytest.mark.parametrize("texts", [
+    ("Packing list: passport", "Packing list: charger", "Packing list: sunscreen"),  # items of a list
+    ("Old note 517 about topic 32 and detail 10", "Old note 518 about topic 32 and detail 10",
+     "Old note 517 about topic 33 and detail 10"),  # serial numbers
+    ("Onboarding step 3: request VPN access", "Onboarding step 4: request VPN access"),
+])
+def test_items_of_a_list_and_numbered_notes_recorded_together_do_not_contradict(texts):
+    assert simultaneous_conflicts(at_once(*texts), lambda a, b: True) == []
+
+
+@pytest.mark.parametrize("first, second", [
+    ("The gym closes at 9 pm", "The gym closes at 10 pm"),  # exclusive values of one thing
+    ("User's favourite pizza topping is mushrooms", "User's favourite pizza topping is pineapple"),
+])
+def test_exclusive_values_recorded_together_contradict(first, second):
+    (found,) = simultaneous_conflicts(at_once(first, second), lambda a, b: True)
+    assert (found.a, found.b) == ("m0", "m1") and "recorded at the same time" in found.reason

@@ -92,11 +92,12 @@ class Scenario:
         self.add("backups-tuesday", vector_at(0.8, axis(60), axis(62)), "Backups run on Tuesday",
                  when=(NOW - timedelta(days=10, minutes=5)).isoformat())
         self.add("ttl", axis(64), "The cache TTL is 5 minutes", when=days_ago(7))
-        # One fact twice, kept apart by an administrator's restore: a newcomer close to the second only still
-        # joins their group, whose canonical (the oldest) may take it.
-        self.add("sentry", axis(70), "Sentry tracks the production errors", "Decision", when=days_ago(40))
+        # One fact twice, both protected (so never merged): one group, which a newcomer close to the second
+        # only must fit as a whole. Reading just the newcomer's neighbours, it would join the second.
+        self.add("sentry", axis(70), "Sentry tracks the production errors", "Decision", when=days_ago(40),
+                 protected=True)
         self.add("sentry-apart", vector_at(0.9, axis(70), axis(71)), "sentry tracks the production errors!",
-                 "Decision", when=days_ago(30), distinct_from=[self.ids["sentry"]])
+                 "Decision", when=days_ago(30), protected=True)
         return self
 
     def change(self):
@@ -219,8 +220,9 @@ def expected_outcomes(state: dict, ids: dict[str, str], before: dict[str, frozen
     merged = {(a, b) for a, b, *_ in state["MERGED_INTO"]}
     assert (ids["redis-again"], ids["redis"]) in merged  # a new restatement, into the older memory
     assert (ids["grafana"], ids["kafka"]) in merged  # an overwrite that became a restatement
-    assert (ids["sentry-late"], ids["sentry"]) in merged  # reached through its group, not its own neighbours
-    assert len(merged) == 3  # the first run's merge was undone by the restore
+    # Close to the second protected copy (0.80), not to the first (0.60): it fits their group as a whole, not.
+    assert not any(ids["sentry-late"] in pair for pair in merged)
+    assert len(merged) == 2  # the first run's merge was undone by the restore
     restored = [i for i in (ids["pg"], ids["pg-again"]) if not state["memories"][i][0]]
     assert len(restored) == 2  # the restored duplicate stays apart from its canonical
     superseding = {(a, b) for a, b, *_ in state["SUPERSEDES"]}

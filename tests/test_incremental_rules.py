@@ -14,9 +14,11 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
 from consolidation.clusters import cluster_region, region_clusters, touched
-from consolidation.facts import read_fact
-from consolidation.hygiene import ORDER_TOLERANCE_SECONDS, Candidate, match_change, may_change, may_state_together, \
-    pool_query, simultaneous_conflicts, stated_together, stored_terms
+from consolidation.hygiene.facts import read_fact
+from consolidation.hygiene.candidate import Candidate
+from consolidation.hygiene.changes import ORDER_TOLERANCE_SECONDS, exclusive, match_change, may_change, \
+    pool_query, simultaneous_conflicts
+from consolidation.hygiene.terms import stored_terms
 from consolidation.passes import plan_pass
 from consolidation.similarity import BallIndex, Partition, clusters, normalized, pairs_against, similar_pairs_exact
 from consolidation.stores.graph import MetaPatternRecord
@@ -93,17 +95,6 @@ def test_a_statement_a_change_matches_answers_its_pool_query(announcement):
             assert may_change(change, frozenset(stored.terms), stored.least), text
             assert query.required <= statement and len(query.counted & statement) >= query.need
     assert matched or announcement.startswith("Replaced")  # the case is not trivial
-
-
-@pytest.mark.parametrize("first, second", [
-    ("Use Redis for session caching", "we use redis for session caching!"),
-    ("Deploys happen on Tuesday", "Deploys happen on Tuesday again, in review"),
-    ("The cache TTL is 5 minutes", "The cache TTL is 15 minutes"),
-])
-def test_stored_terms_never_hide_a_memory_stating_one_fact(first, second):
-    a, b = candidate(first), candidate(second, "some older text about Redis")
-    if stated_together(a, b):
-        assert may_state_together(a.fact.key, frozenset(stored_terms(b).terms))
 
 
 def test_stored_terms_cover_every_text_a_memory_stands_for():
@@ -194,8 +185,9 @@ def _conflicts_by_every_pair(candidates, related):
                 continue
             only_a, only_b = a.fact.key - b.fact.key, b.fact.key - a.fact.key
             if len(only_a) == len(only_b) == 1 and "NOT" not in only_a | only_b and a.scope == b.scope \
+                    and exclusive(next(iter(only_a)), a.content) and exclusive(next(iter(only_b)), b.content) \
                     and related(a, b):
-                found.append((*sorted((a.id, b.id)), next(iter(only_a)), next(iter(only_b))))
+                found.append(tuple(sorted((a.id, b.id))))
     return found
 
 
@@ -219,9 +211,7 @@ def test_simultaneous_conflicts_found_through_the_key_index_are_those_of_every_p
         return hash((a.id, b.id, unrelated_seed)) % 5 != 0
 
     expected = _conflicts_by_every_pair(candidates, related)
-    found = [(c.a, c.b, *c.reason.split("stating ")[1].split(" for the")[0].split(" and "))
-             for c in simultaneous_conflicts(candidates, related)]
-    assert found == expected
+    assert [(c.a, c.b) for c in simultaneous_conflicts(candidates, related)] == expected
 
 
 def test_a_lone_plain_statement_among_announcements_is_no_simultaneous_conflict():

@@ -161,7 +161,7 @@ def test_merges_and_supersessions_list_what_dedup_did(services, client, auth, cl
     assert (merge["duplicate_id"], merge["canonical_id"], merge["state"]) == (merged, kept, "done")
     assert merge["duplicate_content"] == "We picked Redis for session caching"
     assert merge["canonical_content"] == "Use Redis for session caching"
-    assert merge["similarity"] == pytest.approx(0.97, abs=1e-4) and "redi" in merge["reason"]
+    assert merge["similarity"] == pytest.approx(0.97, abs=1e-4) and "Redis" in merge["reason"]
     (link,) = client.get("/hygiene/supersessions", headers=auth).json["items"]
     assert (link["newer_id"], link["older_id"]) == (new, old) and link["confidence"] == 0.9
     assert link["older_content"] == "Production deploys happen on Tuesday" and link["reason"]

@@ -220,7 +220,7 @@ def test_a_union_adds_the_others_pairs_once_and_a_sample_is_the_lowest_pairs_in_
 def test_simultaneous_blocks_cover_each_change_s_minute_and_no_more_than_they_must():
     """Changes far apart in time (a crossing here and there) each get a narrow span; an import's changes, all in
     one minute, share blocks of SIMULTANEOUS_BLOCK; every change's own window lies inside its block's range."""
-    from consolidation.hygiene import ORDER_TOLERANCE_SECONDS
+    from consolidation.hygiene.changes import ORDER_TOLERANCE_SECONDS
     from consolidation.tasks import dedup_incremental as di
 
     rng = np.random.default_rng(3)

@@ -11,7 +11,7 @@ import numpy as np
 import redis
 
 from ..due import Lookup
-from ..hygiene import TERMS_VERSION, text_terms
+from ..hygiene.terms import TERMS_VERSION, text_terms
 from ..scopes import Scoping
 from ..scoring import CANDIDATE_RELEVANCE
 from ..timeutil import epoch_seconds
@@ -37,10 +37,11 @@ LOOKUP_READS = {
 }
 SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they are read with every other one
 # Range indexes the queries rely on: ids, change markers ("changed since"), and dedup's stored fact terms (array
-# properties: FalkorDB indexes each element, so "memories holding term t" is an index lookup).
+# properties: FalkorDB indexes each element, so "memories holding term t" is an index lookup), and the keys of
+# the dedup model judge's cached verdicts (stores/verdicts.py).
 INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
            ("Tombstone", "memory_id"), ("Tombstone", CHANGE), ("ConsolidationRun", "id"), ("MergeRecord", "id"),
-           ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"))
+           ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"))
 
 # A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
 # as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.

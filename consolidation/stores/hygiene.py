@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..memory import BUILT_IN_EMBEDDER, EMBEDDED_BY
 from ..scopes import Scoping
 from .changes import CHANGE, NEXT_CHANGE, changed_after, ids_of, touched
 from .falkor import Falkor, booleans, chunked, floats
@@ -26,7 +27,8 @@ CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed",
 # {degree}: the memory's connections (what ranks a canonical), or 0 where they are read later for the few
 # memories that may merge (counting every memory's edges is a third of reading them all).
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
-                 f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp")
+                 f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp, "
+                 f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}'")
 TERM_LOOKUP_CHUNK = 200
 INPUT_CHUNK = 2000  # memories whose inputs (texts among them) one read query returns
 # Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
@@ -51,6 +53,7 @@ class HygieneInputs:
     scopes: list[str] = field(default_factory=list)
     changes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # change numbers, NaN when unmarked
     stamps: list[str | None] = field(default_factory=list)  # what the stored fact terms were read from
+    built_in: list[bool] = field(default_factory=list)  # whether the built-in embedder made the vector
 
 
 @dataclass
@@ -154,17 +157,21 @@ class HygieneStore:
             sorted(set(terms)), TERM_LOOKUP_CHUNK, key="terms", params=self.scoping.params())}
 
     def worth_reading(self, rows: Sequence[dict[str, Any]]) -> set[str]:
-        """For rows {id, keys, stamp}: the memories that may state one fact with a memory of one of those keys
-        (their stored terms hold all of a key but one: hygiene.may_state_together), or whose stored terms were
-        read from another text than theirs now (their stamp is not `stamp`): those worth reading. The test runs
-        in the store, so the terms of the many that are not never travel."""
+        """For rows {id, keys: [{terms, numbers}], stamp}: the memories that one of those keys' memories could be
+        judged one fact with by what their stored terms show: unless every such key holds a number the memory's
+        terms lack while they hold a number the key lacks (a conflict the judge would find, merges.py), and the
+        memory announces no change (whose old values its stored terms leave out). A memory whose stored terms
+        were read from another text than its own now (its stamp is not `stamp`) is always worth reading. The
+        test runs in the store, so the terms of the many that are not never travel."""
         return {row[0] for row in self.falkor.read_chunks(
             "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) WHERE coalesce(m.fact_stamp, '') <> row.stamp "
-            "OR any(k IN row.keys WHERE size([t IN k WHERE t IN m.fact_terms]) >= size(k) - 1) RETURN m.id",
+            "OR m.fact_anchors IS NOT NULL OR any(k IN row.keys WHERE "
+            "all(n IN k.numbers WHERE n IN m.fact_terms) OR "
+            "all(t IN m.fact_terms WHERE NOT (t >= '0' AND t < ':') OR t IN k.terms)) RETURN m.id",
             list(rows), 1000, key="rows")}
 
     def holding(self, rows: Sequence[dict[str, Any]]) -> dict[int, set[str]]:
-        """For each row {key, drive, required, counted, need, slack} (hygiene.PoolQuery): the active memories
+        """For each row {key, drive, required, counted, need, slack} (hygiene.changes.PoolQuery): the active memories
         whose stored terms hold every required term and `need` of the counted ones, with no more than `slack`
         words besides; reached through the postings of the `drive` terms (each such memory holds one)."""
         found: dict[int, set[str]] = {}
@@ -197,6 +204,11 @@ class HygieneStore:
                 "RETURN DISTINCT a.id, b.id", {"pairs": list(part)}, read_only=True)
             found.update(frozenset(row) for row in rows)
         return found
+
+    def contradiction_counts(self, ids: Sequence[str]) -> dict[str, int]:
+        """How many CONTRADICTS edges each of these memories has already."""
+        return {memory_id: int(count) for memory_id, count in self.falkor.read_chunks(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id})-[:CONTRADICTS]-() RETURN id, count(*)", list(ids), 5000)}
 
     # --- merging -----------------------------------------------------------------------------------------------
 
@@ -323,7 +335,7 @@ class HygieneStore:
         if not rows:
             return
         current = dict(rows[0][0])
-        from ..hygiene import merged_fields  # the same rule that merged them
+        from ..hygiene.merges import merged_fields  # the same rule that merged them
         from ..memory import MAX_COUNT
 
         target = merged_fields({**current, **record["canonical_before"]},
@@ -376,7 +388,7 @@ def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneIn
     """HygieneInputs from the input columns, the distinct_from lists and the (canonical, merged text) rows."""
     if not columns:
         return HygieneInputs([], [], [], [], [], [], [], [], {}, {}, [])
-    ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes, changes, stamps = columns
+    ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes, changes, stamps, built_in = columns
     merged_texts: dict[str, list[str]] = {}
     for canonical, content in merged:
         merged_texts.setdefault(canonical, []).append(content or "")
@@ -389,6 +401,7 @@ def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneIn
         protected=list(booleans(protected)), superseded=list(booleans(superseded)),
         distinct_from={memory_id: list(others) for memory_id, others in distinct},
         merged_texts=merged_texts, scopes=list(scopes), changes=floats(changes), stamps=list(stamps),
+        built_in=[value is True for value in built_in],
     )
 
 

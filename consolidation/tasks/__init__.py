@@ -42,7 +42,9 @@ def incremental_version(task: str, settings: Settings) -> int:
     no earlier run stored)."""
     shape = {
         "dedup": (dedup.INCREMENTAL_VERSION, settings.consolidation_dedup_similarity,
-                  settings.consolidation_scope_properties),
+                  settings.consolidation_scope_properties, settings.consolidation_dedup_vectors,
+                  dedup.client_thresholds(settings), settings.consolidation_dedup_model_judge and
+                  (settings.summarizer_llm_url, settings.summarizer_llm_model)),
         "cluster": (settings.consolidation_cluster_similarity, settings.consolidation_cluster_min_size,
                     settings.consolidation_scope_properties),
         "creative": (),

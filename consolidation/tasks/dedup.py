@@ -1,27 +1,37 @@
 """Memory hygiene: merge memories stating one fact, and mark which newer memory supersedes (or, with no clear
-order, contradicts) an older one. The rules are in hygiene.py; this module reads, decides and writes."""
+order, contradicts) an older one. The rules are in hygiene/; this module reads, decides and writes."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from ..facts import read_fact
-from ..hygiene import TERMS_VERSION, Candidate, Contradiction, Merge, Supersession, changes_over_time, \
-    duplicate_groups, exact_cosine, fact_ids, merged_fields, simultaneous_conflicts, stored_terms, terms_stamp, \
+from ..hygiene.candidate import Candidate
+from ..hygiene.changes import Contradiction, Supersession, changes_over_time, simultaneous_conflicts
+from ..hygiene.facts import read_fact
+from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds
+from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, merged_fields, \
     with_same_facts
+from ..hygiene.model_judge import model_judge_from, pair_key
+from ..hygiene.terms import TERMS_VERSION, stored_terms, terms_stamp
 from ..memory import MAX_COUNT
 from ..similarity import Pairs, normalized
 from ..stores.hygiene import HygieneInputs, PlannedMerge
+from ..stores.verdicts import VerdictCache
 from ..timeutil import epoch_seconds, to_iso
 from .context import TaskContext, capped, positions_in
 
 # A change and the statement it changes must be at least this close to be about one thing at all.
-RELATED_SIMILARITY = 0.3
+RELATED_SIMILARITY = 0.5
+# What one run may write: contradictions per memory (earlier runs' counted) and in all; the rest are counted.
+CONTRADICTIONS_PER_MEMORY = 3
+CONTRADICTIONS_PER_RUN = 1000
 # An incremental pass relies on the terms stored by earlier runs: a new version of them needs a full pass.
 INCREMENTAL_VERSION = TERMS_VERSION
 # Shared by every memory with no distinct_from: an empty frozenset is not a singleton, and a million of them
@@ -49,29 +59,68 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         writes = [] if dry_run else [background.submit(
             store_terms, ctx, candidates, inputs.changes[at], [inputs.stamps[i] for i in at])]
         del inputs, at
-        merges, kept_apart = find_merges(ctx, candidates, pairs, facts, unit)
-        similar, apart_total = len(pairs.rows), len(kept_apart.rows)
+        judge = pair_judge(ctx.settings)
+        judged, asked = find_merges(ctx, lambda pair_judge: duplicate_groups(
+            candidates, *pairs, pair_judge, similarity=lambda a, b: exact_cosine(unit, a, b),
+            connections=ctx.hygiene.connections), judge, dry_run)
+        merges = judged.merges
+        similar, apart_total = len(pairs.rows), len(judged.kept_apart.rows)
         # Only the report's sample of these is shown: at a million memories each list of pairs is 250 MB.
-        kept_apart = kept_apart.first(ctx.settings.consolidation_report_limit, len(candidates))
-        del pairs
+        kept_apart = judged.kept_apart.first(ctx.settings.consolidation_report_limit, len(candidates))
+        del pairs, judged
         if not dry_run:
             writes.append(background.submit(write_merges, ctx, merges))
         supersessions, contradictions = changes_after_merges(candidates, merges, unit)
         for written in writes:
             written.result()  # raises what the write raised; the merges are in before links are read
         supersessions, contradictions = new_links(ctx, supersessions, contradictions)
+        contradictions, left_out = bounded(ctx, contradictions)
         if not dry_run:
             write_links(ctx, supersessions, contradictions, {c.id: c.created for c in candidates})
     ctx.progress(len(ids), len(ids))
-    return report_of(ctx, len(ids), similar, merges, supersessions, contradictions, (kept_apart, apart_total),
-                     candidates, len(completed))
+    report = report_of(ctx, len(ids), similar, merges, supersessions, contradictions, (kept_apart, apart_total),
+                       candidates, len(completed), judge)
+    return {**report, **asked, "contradictions_left_out": left_out}
 
 
-def find_merges(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, facts: np.ndarray,
-                unit: np.ndarray) -> tuple[list[Merge], Pairs]:
-    """The merges among every candidate, and the similar pairs kept apart as look-alikes."""
-    return duplicate_groups(candidates, *pairs, facts=facts, similarity=lambda a, b: exact_cosine(unit, a, b),
-                            connections=ctx.hygiene.connections)
+def pair_judge(settings) -> PairJudge:
+    """The judge of a run: the built-in embedder's thresholds for two memories it embedded, a client model's
+    (calibrated defaults, or the deployment's own settings) for the others; CONSOLIDATION_DEDUP_VECTORS may say
+    that every vector is one or the other."""
+    client = client_thresholds(settings)
+    space = settings.consolidation_dedup_vectors
+    if space == "auto":
+        return PairJudge(client, BUILT_IN_THRESHOLDS)
+    chosen = BUILT_IN_THRESHOLDS if space == "built-in" else client
+    return PairJudge(chosen, chosen)
+
+
+def client_thresholds(settings) -> Thresholds:
+    """The calibrated thresholds for a client model, with whichever ones the settings give instead."""
+    given = {"same_fact": settings.consolidation_dedup_same_fact_similarity,
+             "per_added_term": settings.consolidation_dedup_similarity_per_added_term,
+             "per_added_share": settings.consolidation_dedup_similarity_per_added_share,
+             "swapped": settings.consolidation_dedup_swapped_similarity}
+    return replace(CLIENT_THRESHOLDS, **{name: value for name, value in given.items() if value is not None})
+
+
+def find_merges(ctx: TaskContext, judged_by: Callable[[PairJudge], Judged], judge: PairJudge,
+                dry_run: bool) -> tuple[Judged, dict[str, Any]]:
+    """The merges `judged_by` finds with this judge, and (when a model judge is set up and there are grey pairs)
+    what the model was asked: it is asked once, and its verdicts then decide those pairs."""
+    judged = judged_by(judge)
+    model = model_judge_from(ctx.settings, VerdictCache(ctx.graph.falkor)) if judged.grey else None
+    if model is None:
+        return judged, {}
+    outcome = model.settle(judged.grey, dry_run=dry_run)
+    report = {"model_judge": {**outcome.counts(), "model": model.model},
+              **capped("model_judge_would_ask", [{"first": p.first, "second": p.second,
+                                                  "similarity": round(p.similarity, 6)} for p in outcome.would_ask],
+                       ctx.settings.consolidation_report_limit)}
+    if outcome.verdicts:
+        judged = judged_by(replace(judge, settled=outcome.verdicts,
+                                   settled_key=lambda first, second: pair_key(model.model, first, second)))
+    return judged, report
 
 
 def changes_after_merges(candidates: list[Candidate], merges: list[Merge],
@@ -115,7 +164,7 @@ def candidates_of(inputs: HygieneInputs, at: np.ndarray) -> list[Candidate]:
             memory_id, inputs.types[i], read_fact(inputs.contents[i]), created[i], inputs.connections[i],
             inputs.access_counts[i], inputs.protected[i], frozenset(apart) if apart else NONE_APART,
             inputs.superseded[i], inputs.contents[i], tuple(inputs.merged_texts.get(memory_id, ())),
-            inputs.scopes[i],
+            inputs.scopes[i], inputs.built_in[i],
         ))
     return candidates
 
@@ -135,8 +184,26 @@ def new_links(ctx: TaskContext, supersessions: list[Supersession],
     linked = ctx.hygiene.linked_pairs([(s.newer, s.older) for s in supersessions] +
                                       [(c.a, c.b) for c in contradictions])
     superseding = {frozenset((s.newer, s.older)) for s in supersessions}
+    taken = linked | superseding  # once: a set rebuilt per contradiction made a rerun quadratic
     return ([s for s in supersessions if frozenset((s.newer, s.older)) not in linked],
-            [c for c in contradictions if frozenset((c.a, c.b)) not in linked | superseding])
+            [c for c in contradictions if frozenset((c.a, c.b)) not in taken])
+
+
+def bounded(ctx: TaskContext, contradictions: list[Contradiction]) -> tuple[list[Contradiction], int]:
+    """The contradictions a run writes: the surest first (then by ids), at most CONTRADICTIONS_PER_MEMORY edges
+    on any memory (those earlier runs wrote count) and CONTRADICTIONS_PER_RUN in all; and how many are left
+    out. Whatever the rules find, an import of thousands of look-alike notes cannot flood the graph."""
+    if not contradictions:
+        return [], 0
+    edges = Counter(ctx.hygiene.contradiction_counts(sorted({m for c in contradictions for m in (c.a, c.b)})))
+    kept = []
+    for found in sorted(contradictions, key=lambda c: (-c.confidence, c.a, c.b)):
+        if len(kept) < CONTRADICTIONS_PER_RUN and edges[found.a] < CONTRADICTIONS_PER_MEMORY and \
+                edges[found.b] < CONTRADICTIONS_PER_MEMORY:
+            kept.append(found)
+            edges[found.a] += 1
+            edges[found.b] += 1
+    return kept, len(contradictions) - len(kept)
 
 
 def write_merges(ctx: TaskContext, merges: list[Merge]) -> None:
@@ -163,7 +230,7 @@ def _sortable(epoch: float) -> float:
 
 
 def report_of(ctx, processed, similar, merges, supersessions, contradictions, kept_apart: tuple[Pairs, int],
-              candidates, completed) -> dict[str, Any]:
+              candidates, completed, judge: PairJudge) -> dict[str, Any]:
     """The task's report; `kept_apart`: the look-alike pairs (or a sample holding the report's first ones) and
     how many there are."""
     limit = ctx.settings.consolidation_report_limit
@@ -178,17 +245,16 @@ def report_of(ctx, processed, similar, merges, supersessions, contradictions, ke
                                     "reason": s.reason} for s in supersessions], limit),
         **capped("contradictions", [{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
                                     for c in contradictions], limit),
-        "kept_apart": [_apart(candidates, int(a), int(b), float(similarity)) for a, b, similarity in
+        "kept_apart": [_apart(candidates, int(a), int(b), float(similarity), judge) for a, b, similarity in
                        zip(*apart.first(limit, len(candidates)))],
+        "judge": judge.describe(),
         "kept_apart_total": int(apart_total),
         "interrupted_merges_completed": completed,
     }
 
 
-def _apart(candidates: list[Candidate], a: int, b: int, similarity: float) -> dict[str, Any]:
-    """A look-alike pair: similar vectors, same type, but the facts differ in what the reason says."""
-    first, second = candidates[a].fact.key, candidates[b].fact.key
-    only_first, only_second = sorted(first - second), sorted(second - first)
-    return {"a": candidates[a].id, "b": candidates[b].id, "similarity": round(similarity, 6),
-            "reason": f"same type, but the facts differ: {', '.join(only_first) or '-'} / "
-                      f"{', '.join(only_second) or '-'}"}
+def _apart(candidates: list[Candidate], a: int, b: int, similarity: float, judge: PairJudge) -> dict[str, Any]:
+    """A pair of one type with similar vectors that the judge kept apart, and why."""
+    first, second = candidates[a], candidates[b]
+    return {"a": first.id, "b": second.id, "similarity": round(similarity, 6),
+            "reason": judge.verdict(first, second, similarity).reason}

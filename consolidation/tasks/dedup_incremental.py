@@ -2,10 +2,10 @@
 rules of a full pass (hygiene.py), so that it reaches the state a full pass would.
 
 What a change can alter, and so what is read:
-- Merges join similar pairs of one type and scope that state one fact into groups (connected components, then
-  split complete-link). A change can join, split or regroup only the groups it touches: from each changed
-  memory (and each removed one, by its vector) every memory stating its fact is read, then theirs, until the
-  groups are whole. Untouched groups merged what they could in an earlier run. The similar pairs come from the
+- Merges join similar pairs of one type and scope that the judge calls one fact into groups (connected
+  components, then split complete-link). A change can join, split or regroup only the groups it touches: from
+  each changed memory (and each removed one, by its vector) every similar memory of its kind is read and judged,
+  then from those judged one fact with it, until the groups are whole. Untouched groups merged what they could in an earlier run. The similar pairs come from the
   similarity graph the engine keeps (the one a full pass uses, its changed vectors searched again) when it is
   kept, else from an exact search of each memory against its kind. A removed memory's pairs come from that
   graph too when it held the memory with the same vector (it keeps the pairs of those its updates left out);
@@ -34,10 +34,12 @@ from typing import Any
 
 import numpy as np
 
-from ..facts import Change, read_fact
-from ..hygiene import ORDER_TOLERANCE_SECONDS, Candidate, Contradiction, Merge, Supersession, changes_over_time, \
-    duplicate_groups, exact_cosine, in_matches, pool_query, simultaneous_conflicts, stated_together, stored_terms, \
-    terms_stamp
+from ..hygiene.candidate import Candidate
+from ..hygiene.changes import ORDER_TOLERANCE_SECONDS, Contradiction, Supersession, changes_over_time, in_matches, \
+    pool_query, simultaneous_conflicts
+from ..hygiene.facts import Change, read_fact
+from ..hygiene.merges import Merge, PairJudge, duplicate_groups, exact_cosine
+from ..hygiene.terms import stored_terms, terms_stamp
 from ..lifecycle import decode_vector
 from ..passes import changed_after
 from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
@@ -67,12 +69,14 @@ class Verdicts:
     """What an incremental pass decided, over the candidates it read."""
 
     grouped: list[Candidate]  # the candidates merges were judged among (kept_apart indexes into these)
+    judge: PairJudge
     candidates: list[Candidate]  # every candidate read, the pools of the announcements judged included
     merges: list[Merge]
     kept_apart: Pairs
     supersessions: list[Supersession]  # earlier runs' links still among them (run() leaves them out)
     contradictions: list[Contradiction]
     similar_pairs: int
+    asked: dict[str, Any]  # what the model judge was asked, when one is set up
 
 
 @dataclass(frozen=True)
@@ -88,7 +92,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     try:
         region = Region.read(ctx)
         ctx.progress(0, len(region.ids))
-        v = _judge(ctx, region)
+        v = _judge(ctx, region, dry_run)
     except TooMuchChanged as exc:
         return {**dedup.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
     if not dry_run:
@@ -96,39 +100,44 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     # As the full pass does: links an earlier run made are left out once the merges are in (a merge moves the
     # duplicate's SUPERSEDES edge to its canonical, which then needs no contradiction beside it).
     v.supersessions, v.contradictions = dedup.new_links(ctx, v.supersessions, v.contradictions)
+    v.contradictions, left_out = dedup.bounded(ctx, v.contradictions)
     if not dry_run:
         dedup.write_links(ctx, v.supersessions, v.contradictions, {c.id: c.created for c in v.candidates})
         dedup.store_terms(ctx, v.candidates, np.array([region.read_changes[c.id] for c in v.candidates]),
                           [region.stamps[c.id] for c in v.candidates])
     ctx.progress(len(region.ids), len(region.ids))
     report = dedup.report_of(ctx, len(v.candidates), v.similar_pairs, v.merges, v.supersessions, v.contradictions,
-                             (v.kept_apart, len(v.kept_apart.rows)), v.grouped, len(completed))
-    return {**report, "memories_changed": region.changed_count, "memories_considered": len(v.candidates),
+                             (v.kept_apart, len(v.kept_apart.rows)), v.grouped, len(completed), v.judge)
+    return {**report, **v.asked, "contradictions_left_out": left_out, "memories_changed": region.changed_count,
+            "memories_considered": len(v.candidates),
             "neighbours_from": "the kept similarity graph" if region.graph is not None else "an exact search"}
 
 
-def _judge(ctx: TaskContext, region: Region) -> Verdicts:
+def _judge(ctx: TaskContext, region: Region, dry_run: bool) -> Verdicts:
     """Read the neighbourhood of the changes and judge it by the full pass's rules."""
     changed = region.changed(ctx.since)
     removed = _removed(ctx, region)
     region.changed_count = len(changed) + len(removed)
     region.load(changed)
     changed = np.array([p for p in changed if p in region.loaded], dtype=np.int64)
+    region.judge = dedup.pair_judge(ctx.settings)
     pairs = _merge_closure(ctx, region, changed, removed)
     _load_simultaneous(region, changed)
     grouped, positions = region.candidates()
     index = {int(p): i for i, p in enumerate(positions)}
     rows = np.array([index[a] for a in pairs.rows.tolist()], dtype=INDEX)
     cols = np.array([index[b] for b in pairs.cols.tolist()], dtype=INDEX)
-    merges, kept_apart = duplicate_groups(
-        grouped, rows, cols, pairs.similarities,
-        similarity=lambda a, b: exact_cosine(region.unit, positions[a], positions[b]))
+    found, asked = dedup.find_merges(ctx, lambda judge: duplicate_groups(
+        grouped, rows, cols, pairs.similarities, judge,
+        similarity=lambda a, b: exact_cosine(region.unit, positions[a], positions[b])), region.judge, dry_run)
+    merges, kept_apart = found.merges, found.kept_apart
     judged = _judge_announcers(ctx, region, merges, [region.ids[p] for p in changed], removed)
     candidates, _ = region.candidates()
     active = dedup.after_merges(candidates, merges)
     supersessions, contradictions = changes_over_time(active, region.related, only=judged)
     contradictions += simultaneous_conflicts(active, region.related)
-    return Verdicts(grouped, candidates, merges, kept_apart, supersessions, contradictions, int(pairs.rows.size))
+    return Verdicts(grouped, region.judge, candidates, merges, kept_apart, supersessions, contradictions,
+                    int(pairs.rows.size), asked)
 
 
 # --- the region ---------------------------------------------------------------------------------------------
@@ -156,6 +165,7 @@ class Region:
         self.read_changes: dict[str, float] = {}
         self.limit = max(REGION_FLOOR, int(REGION_SHARE * len(ids)))
         self.changed_count = 0
+        self.judge: PairJudge | None = None  # set once the changed memories are read (their vectors' space)
 
     @classmethod
     def read(cls, ctx: TaskContext) -> Region:
@@ -254,11 +264,13 @@ class Region:
             parts.append(Pairs(number_at[mine[hit]].astype(INDEX), theirs[hit], graph.similarities[hit]))
         return Pairs.joined(parts)
 
-    def worth_reading(self, keys: dict[int, set[frozenset[str]]]) -> set[int]:
-        """Which of these unread memories may state one fact with a memory of one of the keys given for each
-        (by the terms stored on them), or have no terms stored from their text now: those worth reading."""
+    def worth_reading(self, keys: dict[int, dict[frozenset[str], None]]) -> set[int]:
+        """Which of these unread memories the judge could find one fact with a memory of one of the keys given
+        for each (by the terms stored on them: a number each side lacks is a conflict), or have no terms stored
+        from their text now: those worth reading."""
         unknown = {p for p in keys if math.isnan(self.changes[p])}
-        rows = [{"id": self.ids[p], "keys": [sorted(k) for k in ks], "stamp": terms_stamp(self.changes[p])}
+        rows = [{"id": self.ids[p], "stamp": terms_stamp(self.changes[p]),
+                 "keys": [{"terms": sorted(k), "numbers": sorted(t for t in k if t[:1].isdigit())} for k in ks]}
                 for p, ks in keys.items() if p not in unknown]
         return unknown | {self.position[i] for i in self.ctx.hygiene.worth_reading(rows)}
 
@@ -322,15 +334,16 @@ def _merge_closure(ctx: TaskContext, region: Region, changed: np.ndarray, remove
 
 def _follow(region: Region, hits: Pairs, queries: list[Candidate], origins: np.ndarray,
             found: list[tuple[int, int, float]]) -> list[int]:
-    """Read the memories the queries' hits (all of their kind) may state one fact with; add every similar pair
-    of read memories to `found`; return the positions that do state one fact with their query."""
+    """Read the memories the queries' hits (all of their kind) are similar enough to for the judge to merge;
+    add every similar pair of read memories to `found`; return the positions judged one fact with their query
+    (or close to the line, where the model judge may have the last word)."""
     q, t, similarity = hits.rows, hits.cols.astype(np.int64), hits.similarities
-    keep = origins[q] != t
+    keep = (origins[q] != t) & (similarity >= region.judge.lowest)
     q, t, similarity = q[keep], t[keep], similarity[keep]
-    keys: dict[int, set[frozenset[str]]] = defaultdict(set)
+    keys: dict[int, dict[frozenset[str], None]] = defaultdict(dict)
     for k, p in zip(q.tolist(), t.tolist()):
         if p not in region.loaded:
-            keys[p].add(queries[k].fact.key)
+            keys[p].setdefault(queries[k].fact.key)
     region.load(region.worth_reading(keys))
     joined = []
     for k, p, s in zip(q.tolist(), t.tolist(), similarity.tolist()):
@@ -339,7 +352,8 @@ def _follow(region: Region, hits: Pairs, queries: list[Candidate], origins: np.n
             continue
         if origins[k] >= 0:
             found.append((min(origins[k], p), max(origins[k], p), s))
-        if stated_together(queries[k], other):
+        verdict = region.judge.verdict(queries[k], other, s)
+        if verdict.same or verdict.grey:
             joined.append(p)
     return joined
 

@@ -45,13 +45,14 @@ CHANGE_VERBS = frozenset("""
 move moves moved moving change changes changed changing switch switches switched switching migrate migrates
 migrated migrating replace replaces replaced replacing swap swapped shift shifted upgrade upgraded downgrade
 downgraded update updated rename renamed reschedule rescheduled convert converted transition transitioned
-revert reverted become became
+revert reverted become became push pushed postpone postponed delay delayed scale scaled adjust adjusted
 """.split())
 # Changes with a direction keep it: "caching reduced latency" and "caching increased latency" are not one fact.
 UP_VERBS = frozenset("increase increases increased raise raises raised bump bumps bumped extend extends extended "
-                     "grow grows grew expand expands expanded double doubled".split())
-DOWN_VERBS = frozenset("decrease decreases decreased lower lowers lowered reduce reduces reduced shorten shortens "
-                       "shortened cut cuts shrink shrinks shrank halve halved".split())
+                     "grow grows grew expand expands expanded double doubled rise rises rose risen climb climbed".split())
+# "lower" and "higher" are left out: "shares close lower" states where a value is, not that it was changed.
+DOWN_VERBS = frozenset("decrease decreases decreased lowered reduce reduces reduced shorten shortens shortened cut "
+                       "cuts shrink shrinks shrank halve halved fell fallen".split())
 STOP_VERBS = frozenset("stop stops stopped quit quits dropped ditched abandoned".split())
 NOW_WORDS = frozenset("now nowadays henceforth".split())
 OVER_WORDS = frozenset("over than versus vs".split())
@@ -61,8 +62,13 @@ UNITS = {
     "day": "day", "days": "day", "week": "week", "weeks": "week", "wk": "week", "month": "month",
     "months": "month", "year": "year", "years": "year", "yr": "year", "yrs": "year", "ms": "millisecond",
     "millisecond": "millisecond", "milliseconds": "millisecond", "percent": "percent", "gb": "gb", "gib": "gb",
-    "mb": "mb", "mib": "mb", "kb": "kb", "tb": "tb",
+    "mb": "mb", "mib": "mb", "kb": "kb", "tb": "tb", "h": "hour", "megabyte": "mb", "megabytes": "mb",
+    "gigabyte": "gb", "gigabytes": "gb", "kilobyte": "kb", "kilobytes": "kb", "terabyte": "tb", "terabytes": "tb",
+    "mile": "mile", "miles": "mile", "mi": "mile", "km": "km", "kilometre": "km", "kilometres": "km", "kilometer": "km", "kilometers": "km",
 }
+# Letters written onto a number: an ordinal's ending, or a unit ("12th", "6h", "25MB").
+NUMBER_SUFFIX = re.compile(r"(?<=\d)[a-z]+$")
+ORDINAL_ENDINGS = frozenset(("st", "nd", "rd", "th"))
 NUMBER_WORDS = {word: str(value) for value, word in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
     "seventeen eighteen nineteen twenty".split())}
@@ -78,8 +84,7 @@ SYNONYMS = {
     "envs": "environment", "auth": "authentication", "docs": "documentation", "doc": "documentation",
     "app": "application", "apps": "application", "msg": "message", "msgs": "message", "info": "information",
     "email": "mail", "e-mail": "mail", "vm": "vm", "vms": "vm", "mon": "monday", "tue": "tuesday",
-    "tues": "tuesday", "wed": "wednesday", "thu": "thursday", "thurs": "thursday", "fri": "friday",
-    "sat": "saturday", "sun": "sunday", "dept": "department", "approx": "approximately", "w": "with",
+    "tues": "tuesday", "thu": "thursday", "thurs": "thursday", "fri": "friday", "dept": "department", "approx": "approximately", "w": "with",
     # British and American spellings of one word
     "favourite": "favorite", "favourites": "favorite", "colour": "color", "colours": "color",
     "behaviour": "behavior", "organisation": "organization", "organise": "organize", "centre": "center",
@@ -95,6 +100,12 @@ TOKEN = re.compile(r"[^\W_]+(?:[.:,]\d+)*%?|[,;:.!?()]")
 BOUNDARY = frozenset(",;:.!?()")
 NAME = re.compile(r"[^\W_]+")
 GOES_OUT = re.compile(r"\b(go|goes|going|went|gone) out\b")
+GOES_UP_OR_DOWN = re.compile(r"\b(?:go|goes|going|went|gone) (up|down)\b")
+# "right now" and "just now" say when, not that something changed.
+NOT_A_CHANGE = re.compile(r"\b(?:right|just) now\b")
+NUMBER_SIGN = re.compile(r"\bno\.\s*(?=\d)")
+QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
+QUOTE_MARKS = frozenset('"“”')
 # Phrasal verbs and their one-word nouns are one term: "roll back" / "rollback", "log in" / "login".
 PHRASAL_VERBS = frozenset("roll log sign set back check clean look shut start spin warm scale".split())
 PARTICLES = frozenset("back in up out on down off".split())
@@ -136,6 +147,12 @@ class Change:
     new: frozenset[str]  # empty when the text does not say
     wording: str  # the words that announced it, for reasons
     direction: frozenset[str] = frozenset()  # UP / DOWN for "raised", "reduced"
+    definite: bool = True  # it says what changed (an old or new value) or that something holds now / no longer
+
+    @property
+    def named(self) -> bool:
+        """Whether it names a value it changes from or to."""
+        return bool(self.old or self.new)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +174,11 @@ class Fact:
 def read_fact(text: str) -> Fact:
     tokens = _tokens(text)
     kinds = {kind for kind, _, _ in tokens}
-    change = _change(tokens) if kinds & CUE_KINDS else None
+    if kinds & CUE_KINDS and QUOTE_MARKS & set(text):  # words inside quotes are someone's, not a change
+        unquoted = _tokens(QUOTED.sub(" ", text))
+        change = _change(unquoted) if {kind for kind, _, _ in unquoted} & CUE_KINDS else None
+    else:
+        change = _change(tokens) if kinds & CUE_KINDS else None
     key = _key(tokens, change, kinds)
     return Fact(key, change)
 
@@ -206,6 +227,12 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
         text = re.sub(r"\b([ap])\.m\b\.?", r"\1m", text)  # 3 p.m. is 3 pm
     if " out" in text:
         text = GOES_OUT.sub("go", text)  # "the newsletter goes out on Monday": it is sent, it happens
+    if " up" in text or " down" in text:
+        text = GOES_UP_OR_DOWN.sub(lambda m: "increased" if m.group(1) == "up" else "decreased", text)
+    if "now" in text:
+        text = NOT_A_CHANGE.sub("", text)
+    if "no." in text:
+        text = NUMBER_SIGN.sub("number ", text)  # "No. 11" is a number, not a negation
     if "'" in text or "’" in text:
         for pattern, replacement in CONTRACTIONS:
             text = pattern.sub(replacement, text)
@@ -326,6 +353,13 @@ def _number(word: str) -> list[tuple[str, str, str]]:
         return [("num", _clock(word[:-2], word[-2:]), word)]
     if ":" in word:
         return [("num", _clock(word, ""), word)]
+    suffix = NUMBER_SUFFIX.search(word)
+    if suffix is not None:  # "12th" is 12; "6h" is 6 hours, "25MB" 25 mb, "5K" 5 k
+        ending = suffix.group()
+        number = _number(word[:suffix.start()])
+        if ending in ORDINAL_ENDINGS:
+            return number
+        return number + [("word", UNITS.get(ending, _stem(ending)), ending)]
     percent = word.endswith("%")
     digits = word.rstrip("%").replace(",", "")
     if "." in digits:
@@ -440,7 +474,9 @@ def _change(tokens: list[tuple[str, str, str]]) -> Change | None:
     negated = sum(1 for index, (kind, _, _) in enumerate(tokens) if kind == "not" and index not in used) % 2
     if negated:
         subject = subject | {NOT}
-    return Change(subject, frozenset(old), frozenset(new), " ".join(dict.fromkeys(cue_words)), frozenset(directions))
+    definite = bool(old or new) or any(kind in ("stop_verb", "no_more", "now", "dated") for kind in kinds)
+    return Change(subject, frozenset(old), frozenset(new), " ".join(dict.fromkeys(cue_words)), frozenset(directions),
+                  definite)
 
 
 def _span(tokens, start: int, used: set[int], stop_at: tuple[str, ...] = (), whole_clause: bool = False) -> list[str]:
