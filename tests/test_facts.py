@@ -50,6 +50,7 @@ def test_look_alikes_never_share_a_key(first, second):
 
 @pytest.mark.parametrize("text, subject, old, new", [
     ("Deploys moved from Tuesday to Thursday", {"deploy"}, {"tuesday"}, {"thursday"}),
+    ("The standup moved from Monday to Friday", {"standup"}, {"monday"}, {"friday"}),  # not "Mon-Fri"
     ("We replaced MySQL with PostgreSQL for billing", {"bill"}, {"mysql"}, {"postgresql"}),
     ("Billing now runs on PostgreSQL instead of MySQL", {"bill", "run"}, {"mysql"}, {"postgresql"}),
     ("Standup moved to 10am from 9am", {"standup"}, {"09:00"}, {"10:00"}),

@@ -6,12 +6,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .reading import Reading, value_class
+from .reading import Reading, as_written, value_class
 
 # Two spellings of one word: one a prefix of the other ("Tim" / "Timothy", "Syria" / "Syrian"), or the same
 # but for their last letters ("Greece" / "Greek"), read as the same term once exact matches are taken.
 SHORTEST_PREFIX = 3
 SHORTEST_STEM = 4
+# Kinds of value that conflict only between texts that differ in at most ALIKE_WITHIN terms on either side.
+LOOSE_KINDS = frozenset(("name", "day"))
+ALIKE_WITHIN = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +64,7 @@ def weigh(first: Reading, second: Reading) -> Evidence:
                 mine.pop(x, None)
                 mine.pop(y, None)
                 shared.append(joined)
-    for x, y in _spellings(first, list(only_a), second, list(only_b)):
+    for x, y in _spellings(first, list(only_a), second, list(only_b)) + _times(list(only_a), list(only_b)):
         del only_a[x], only_b[y]
         shared.append(x)
     return Evidence(tuple(dict.fromkeys(shared)), tuple(only_a), tuple(only_b),
@@ -87,6 +90,35 @@ def _spellings(first: Reading, only_a: list[str], second: Reading, only_b: list[
     return pairs
 
 
+def _times(only_a: list[str], only_b: list[str]) -> list[tuple[str, str]]:
+    """Pairs of left-over numbers that are one time of day: "11 pm" / "eleven", "9:15" / "9.15"."""
+    pairs = []
+    taken: set[str] = set()
+    for x in only_a:
+        for y in only_b:
+            clock = ":" in x or ":" in y  # a clock time and a bare hour; two bare numbers are two numbers
+            if y not in taken and clock and x[:1].isdigit() and y[:1].isdigit() and (_hours(x) & _hours(y)):
+                pairs.append((x, y))
+                taken.add(y)
+                break
+    return pairs
+
+
+def _hours(term: str) -> set[str]:
+    """The times of day a number may stand for: a clock time itself ("23:00", and "11:00" for its hour on a
+    twelve-hour clock), a bare hour ("11": 11:00 and 23:00), "9.15" as 09:15."""
+    number = as_written(term)
+    if ":" in number:
+        hours, minutes = number.split(":", 1)
+        if hours.isdigit() and minutes.isdigit():
+            return {f"{int(hours):02d}:{minutes}", f"{int(hours) % 12:02d}:{minutes}"}
+        return set()
+    hours, _, minutes = number.partition(".")
+    if hours.isdigit() and int(hours) <= 24 and (not minutes or minutes.isdigit() and len(minutes) == 2):
+        return {f"{int(hours) % 12:02d}:{minutes or '00'}"}
+    return set()
+
+
 def _spellable(term: str, reading: Reading) -> bool:
     kind = value_class(term, reading)
     return kind is None or kind == "name"
@@ -96,6 +128,8 @@ def same_word(x: str, y: str) -> bool:
     """Two stems that spell one word: one a prefix of the other, or one stem with another ending."""
     shorter, longer = sorted((x, y), key=len)
     if longer == shorter + "s" or len(shorter) >= SHORTEST_PREFIX and longer.startswith(shorter):
+        return True
+    if len(shorter) >= SHORTEST_STEM and longer.endswith(shorter):  # "stage" / "onstage"
         return True
     common = len(os.path.commonprefix([x, y]))
     return common >= SHORTEST_STEM and common >= len(shorter) - 1
@@ -110,10 +144,14 @@ def _conflicts(first: Reading, only_a: list[str], second: Reading, only_b: list[
         denied_a, denied_b = (first.denied - second.denied) & second.content, (second.denied - first.denied) & first.content
         if denied_a and denied_b:
             found.append(Conflict("negation", "not " + min(denied_a), "not " + min(denied_b)))
+    # Names and days swap one for the other only where the texts are otherwise alike ("flies to Lisbon" /
+    # "flies to Porto"); in two reworded sentences ("U.S. troops" / "American troops", "said Tuesday" / "said
+    # yesterday") they are as likely wording as a second value.
+    alike = max(len(only_a), len(only_b)) <= ALIKE_WITHIN
     kinds_b: dict[str, str] = {}
     for term in only_b:
         kind = value_class(term, second)
-        if kind is not None:
+        if kind is not None and (alike or kind not in LOOSE_KINDS):
             kinds_b.setdefault(kind, term)
     for term in only_a:
         kind = value_class(term, first)
@@ -129,9 +167,10 @@ def _flipped_sides(first: Reading, second: Reading) -> list[Conflict]:
     if not first.sides or not second.sides:
         return []
     found = []
-    for tagged in first.sides - second.sides:
-        role, term = tagged.split(":", 1)
-        if term in second.content:
-            theirs = sorted(second.sides - first.sides)
-            found.append(Conflict("relation side", tagged, theirs[0] if theirs else term))
+    for tagged in sorted(first.sides - second.sides):
+        term = tagged.split(":", 1)[1]
+        # A flip: the other text has this term off the relation, and on it a term this one has off it.
+        theirs = [t for t in sorted(second.sides - first.sides) if t.split(":", 1)[1] in first.content]
+        if term in second.content and theirs:
+            found.append(Conflict("relation side", tagged, theirs[0]))
     return found

@@ -45,7 +45,7 @@ CHANGE_VERBS = frozenset("""
 move moves moved moving change changes changed changing switch switches switched switching migrate migrates
 migrated migrating replace replaces replaced replacing swap swapped shift shifted upgrade upgraded downgrade
 downgraded update updated rename renamed reschedule rescheduled convert converted transition transitioned
-revert reverted become became push pushed postpone postponed delay delayed scale scaled adjust adjusted
+revert reverted become became pushed postpone postponed delay delayed scale scaled adjust adjusted
 """.split())
 # Changes with a direction keep it: "caching reduced latency" and "caching increased latency" are not one fact.
 UP_VERBS = frozenset("increase increases increased raise raises raised bump bumps bumped extend extends extended "
@@ -84,7 +84,10 @@ SYNONYMS = {
     "envs": "environment", "auth": "authentication", "docs": "documentation", "doc": "documentation",
     "app": "application", "apps": "application", "msg": "message", "msgs": "message", "info": "information",
     "email": "mail", "e-mail": "mail", "vm": "vm", "vms": "vm", "mon": "monday", "tue": "tuesday",
-    "tues": "tuesday", "thu": "thursday", "thurs": "thursday", "fri": "friday", "dept": "department", "approx": "approximately", "w": "with",
+    "tues": "tuesday", "thu": "thursday", "thurs": "thursday", "fri": "friday", "jan": "january",
+    "feb": "february", "apr": "april", "jun": "june", "jul": "july", "aug": "august", "sep": "september",
+    "sept": "september", "oct": "october", "nov": "november", "dec": "december", "women": "woman", "men": "man",
+    "children": "child", "dept": "department", "approx": "approximately", "w": "with",
     # British and American spellings of one word
     "favourite": "favorite", "favourites": "favorite", "colour": "color", "colours": "color",
     "behaviour": "behavior", "organisation": "organization", "organise": "organize", "centre": "center",
@@ -104,6 +107,8 @@ GOES_UP_OR_DOWN = re.compile(r"\b(?:go|goes|going|went|gone) (up|down)\b")
 # "right now" and "just now" say when, not that something changed.
 NOT_A_CHANGE = re.compile(r"\b(?:right|just) now\b")
 NUMBER_SIGN = re.compile(r"\bno\.\s*(?=\d)")
+CONTRAST = re.compile(r",\s*not\b")
+WORKWEEK = re.compile(r"\bmon(?:day)?\s*(?:-|–|through)\s*fri(?:day)?\b")
 QUOTED = re.compile(r'"[^"]*"|“[^”]*”')
 QUOTE_MARKS = frozenset('"“”')
 # Phrasal verbs and their one-word nouns are one term: "roll back" / "rollback", "log in" / "login".
@@ -233,6 +238,10 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
         text = NOT_A_CHANGE.sub("", text)
     if "no." in text:
         text = NUMBER_SIGN.sub("number ", text)  # "No. 11" is a number, not a negation
+    if ", not " in text:
+        text = CONTRAST.sub(" over ", text)  # "tea, not coffee" is "tea over coffee"
+    if "mon" in text:
+        text = WORKWEEK.sub("weekdays", text)
     if "'" in text or "’" in text:
         for pattern, replacement in CONTRACTIONS:
             text = pattern.sub(replacement, text)

@@ -3,7 +3,8 @@ their words, with thresholds calibrated for the vector space the similarities co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from .evidence import Evidence, weigh
 from .reading import Reading, read, spelled
@@ -41,17 +42,25 @@ class Thresholds:
 # for all-MiniLM-L6-v2 vectors (what a client's model is taken to be unless settings say otherwise), and for the
 # built-in embedder's (found by the vectors themselves: see tasks/dedup.py).
 CLIENT_THRESHOLDS = Thresholds(0.75, 0.06, 0.1, 0.95)
-BUILT_IN_THRESHOLDS = Thresholds(0.82, 0.0, 0.4, 0.0)
+BUILT_IN_THRESHOLDS = Thresholds(0.82, 0.01, 0.2, 0.88)
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """The judge's decision on a pair: `same` (one fact), why, and whether the pair lies in the grey zone."""
+    """The judge's decision on a pair: `same` (one fact), why, and whether the pair lies in the grey zone. The
+    reason is worded only when asked for (millions of pairs are judged, few are reported)."""
 
     same: bool
-    reason: str
+    why: Callable[[], str]
     needed: float  # the similarity this pair's words ask for (nan when a veto or too little shared decided)
     grey: bool = False
+
+    @property
+    def reason(self) -> str:
+        return self.why()
+
+    def saying(self, reason: str) -> Verdict:
+        return replace(self, why=lambda: reason)
 
 
 def judge(first: str, second: str, similarity: float, thresholds: Thresholds) -> Verdict:
@@ -65,19 +74,19 @@ def decide(first: Reading, second: Reading, similarity: float, thresholds: Thres
     must reach the similarity the words ask for."""
     nan = float("nan")
     if announces(first) != announces(second):
-        return Verdict(False, "one announces a change, the other states a fact", nan)
+        return Verdict(False, lambda: "kept apart: one announces a change, the other states a fact", nan)
     evidence = weigh(first, second)
     if evidence.conflicts:
         conflict = evidence.conflicts[0]
-        one, other = _as_written(first, conflict.first), _as_written(second, conflict.second)
-        return Verdict(False, f"kept apart: conflicting {conflict.kind} ({one} / {other})", nan)
+        return Verdict(False, lambda: f"kept apart: conflicting {conflict.kind} ({_as_written(first, conflict.first)}"
+                                      f" / {_as_written(second, conflict.second)})", nan)
     if len(evidence.shared) < MIN_SHARED_TERMS:
-        shared = ", ".join(spelled(first, evidence.shared)) or "nothing"
-        return Verdict(False, f"kept apart: too little in common to judge (shared: {shared})", nan)
+        return Verdict(False, lambda: "kept apart: too little in common to judge (shared: "
+                                      f"{', '.join(spelled(first, evidence.shared)) or 'nothing'})", nan)
     needed = thresholds.needed(evidence)
     same = similarity >= needed
     grey = abs(similarity - needed) < thresholds.grey_margin
-    return Verdict(same, _reason(first, second, evidence, similarity, needed, same), needed, grey)
+    return Verdict(same, lambda: _reason(first, second, evidence, similarity, needed, same), needed, grey)
 
 
 def _as_written(reading: Reading, value: str) -> str:

@@ -13,6 +13,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -29,6 +30,7 @@ from .reading import read
 # restatements is left to the neighbour graph: its pairs are close anyway).
 SAME_FACT_GROUP_LIMIT = 50
 KEY_SLACK = 2
+NO_NUMBERS: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ class PairJudge:
     def verdict(self, a: Candidate, b: Candidate, similarity: float) -> Verdict:
         """The verdict on two memories and every text merged into each: all must state one fact."""
         if a.type != b.type or a.scope != b.scope:
-            return Verdict(False, "different type or scope", math.nan)
+            return Verdict(False, lambda: "kept apart: different type or scope", math.nan)
         thresholds = self.thresholds(a, b)
         found = None
         for first in (a.content, *a.merged_texts):
@@ -73,7 +75,7 @@ class PairJudge:
             answer = self.settled.get(self.settled_key(first, second))
             if answer is not None:
                 said = "the same fact" if answer else "different facts"
-                return replace(verdict, same=answer, reason=f"{verdict.reason}; the model judge said {said}")
+                return replace(verdict, same=answer, why=lambda: f"{verdict.reason}; the model judge said {said}")
         return verdict
 
     @property
@@ -167,7 +169,9 @@ def _may_merge(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarr
     the other lacks. A necessary condition only: the pairs left are judged one by one."""
     sizes = np.fromiter((len(c.fact.key) for c in candidates), np.int64, len(candidates))
     negated = np.fromiter((NOT in c.fact.key for c in candidates), bool, len(candidates))
-    plain = np.fromiter((c.fact.change is None and not c.merged_texts for c in candidates), bool, len(candidates))
+    # A memory's own text is one of the texts a verdict compares (merges.PairJudge.verdict), so what its key
+    # shows holds whatever was merged into it.
+    plain = np.fromiter((c.fact.change is None for c in candidates), bool, len(candidates))
     # Keys count a few terms the judge does not (a preference, a number written twice) and the judge joins a few
     # the keys keep apart (compounds, spellings): the bound leaves room for KEY_SLACK of them.
     apart_words = np.where(plain[rows] & plain[cols], np.abs(sizes[rows] - sizes[cols]), 0)
@@ -179,22 +183,28 @@ def _may_merge(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarr
 
 def _numbers_differ(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray,
                     asked: np.ndarray) -> np.ndarray:
-    """Pairs of plain statements (without merged texts) whose keys hold as many numbers each but not the same
-    ones: each has a number the other lacks, a conflict the judge would find ("note 517" / "note 518")."""
+    """Pairs of plain statements whose keys hold as many numbers each but not the same ones: each has a number
+    the other lacks, a conflict the judge would find ("note 517" / "note 518")."""
     signature: dict[frozenset[str], int] = {}
     ids = np.empty(len(candidates), np.int64)
     counts = np.empty(len(candidates), np.int64)
     plain = np.empty(len(candidates), bool)
     for index, c in enumerate(candidates):
-        numbers = frozenset(t for t in c.fact.key if t[:1].isdigit())
+        numbers = _numbers(c.fact.key)
         ids[index] = signature.setdefault(numbers, len(signature))
         counts[index] = len(numbers)
-        plain[index] = c.fact.change is None and not c.merged_texts
+        plain[index] = c.fact.change is None
     first, second = rows[asked], cols[asked]
     differ = np.zeros(rows.size, dtype=bool)
     differ[asked] = plain[first] & plain[second] & (counts[first] == counts[second]) & (counts[first] > 0) & \
         (ids[first] != ids[second])
     return differ
+
+
+@lru_cache(maxsize=1 << 20)
+def _numbers(key: frozenset[str]) -> frozenset[str]:
+    numbers = [t for t in key if t[:1].isdigit()]
+    return frozenset(numbers) if numbers else NO_NUMBERS
 
 
 def complete_link(ordered: list[Candidate], together: Callable[[Candidate, Candidate], bool]) -> list[list[Candidate]]:

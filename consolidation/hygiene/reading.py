@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .facts import Fact, _stem, _tokens, names_in, read_fact
+from .facts import Fact, _number as _number_tokens, _stem, _tokens, names_in, read_fact
 
 # Words whose alternatives make different facts however close the rest: "staging" is not "production", "Monday"
 # is not "Friday". Two memories each holding a different word of one class swap a value.
@@ -18,12 +18,13 @@ VALUE_CLASSES = {
            "tonight",
     "month": "january february march april may june july august september october november december jan feb mar "
              "apr jun jul aug sep sept oct nov dec",
-    "part of day": "morning afternoon evening night noon midnight day",
-    # "weekly" and "week" share a stem, so only adverbs with stems of their own are here.
-    "frequency": "daily annually biweekly always often rarely sometimes usually never",
+    "part of day": "morning afternoon evening night noon midnight",
+    # "weekly" and "week" share a stem, so only adverbs with stems of their own are here; "usually" or "often"
+    # hedge a statement rather than give it a value.
+    "frequency": "daily annually biweekly",
     "order": "before after",
     "position": "first last next previous",
-    "timing": "early late earlier later",
+    "timing": "early late",
     "age": "old new",
     "comparison": "more less most least higher lower faster slower bigger smaller larger shorter longer cheaper "
                   "up down",
@@ -40,7 +41,7 @@ VALUE_CLASSES = {
     "access": "read write",
     "side": "left right",
     "direction": "north south east west",
-    "person": "man woman boy girl men women boys girls male female",
+    "person": "man woman boy girl male female",
     "colour": "red orange yellow green blue purple pink brown black white gray grey silver gold",
 }
 # Units are values only where they measure a number ("5 minutes" / "5 hours"); "deploy day" / "each week" is
@@ -55,6 +56,9 @@ LABEL_WORDS = """
 note item step number no id ticket issue task entry line page chapter section part room table batch case episode
 order invoice record row question point rule topic detail
 """.split()
+# Codes: letters joined by hyphens to numbers ("INV-2026-0144", "Priority-2"): their numbers name things.
+CODE = re.compile(r"\b[A-Za-z]{1,12}(?:-[A-Za-z0-9]+)*-\d[A-Za-z0-9]*(?:-[A-Za-z0-9]+)*\b")
+DIGITS = re.compile(r"\d+")
 LABELLED = re.compile(r"\b(?:%s)s?\s*(?:#|no\.|number)?\s*#?(\d+)\b" % "|".join(LABEL_WORDS), re.IGNORECASE)
 EMPTY: frozenset[str] = frozenset()
 
@@ -86,7 +90,8 @@ def read(text: str) -> Reading:
     fact = read_fact(text)
     terms = _terms(tokens)
     names = names_in(text) if not _headline(text) else frozenset(n for n in names_in(text) if _coded(n))
-    labels = frozenset(_number(match.group(1)) for match in LABELLED.finditer(text))
+    labels = frozenset(_as_token(match.group(1)) for match in LABELLED.finditer(text)) | frozenset(
+        _as_token(digits) for code in CODE.findall(text) for digits in DIGITS.findall(code))
     measures = frozenset(value for (kind, value, _), (before, _, _) in zip(tokens[1:], tokens)
                          if before == "num" and kind == "word" and value in UNITS)
     negated = sum(1 for kind, _, _ in tokens if kind == "not") % 2 == 1
@@ -165,9 +170,9 @@ def _headline(text: str) -> bool:
     return len(words) >= 3 and sum(w[0].isupper() for w in words) >= 0.75 * len(words)
 
 
-def _number(digits: str) -> str:
-    """A label's number as the tokens write numbers ("007" is 7)."""
-    return str(int(digits))
+def _as_token(digits: str) -> str:
+    """A label's number as the tokens write it."""
+    return _number_tokens(digits)[0][1]
 
 
 def _coded(term: str) -> bool:
