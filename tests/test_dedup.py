@@ -337,3 +337,11 @@ def test_what_one_run_writes_is_bounded_and_the_rest_counted(services):
     assert report["contradictions_left_out"] > 0
     again = dedup(services)  # a memory already at its bound takes no more on a later run
     assert again["contradictions_total"] == 0 and len(edges(services, "CONTRADICTS")) == len(written)
+
+
+def test_a_memory_says_whether_the_built_in_embedder_made_its_vector(client, auth):
+    made = client.post("/memory", json={"content": "Backups run at 2 am"}, headers=auth).json["memory"]
+    sent = client.post("/memory", json={"content": "Backups run at 3 am", "embedding": [1.0] + [0.0] * 15},
+                       headers=auth).json["memory"]
+    assert client.get(f"/memory/{made['id']}", headers=auth).json["memory"]["embedded_by"] == "built-in"
+    assert "embedded_by" not in client.get(f"/memory/{sent['id']}", headers=auth).json["memory"]

@@ -72,11 +72,18 @@ def test_plain_statements_announce_no_change():
 
 
 def test_a_change_matches_the_statement_it_changes_and_not_a_look_alike():
-    change = read_fact("Production deploys moved from Tuesday to Thursday").change
-    assert match_change(change, read_fact("Production deploys happen on Tuesday").statement) == frozenset()
-    assert match_change(change, read_fact("Staging deploys happen on Tuesday").statement) is None
-    assert match_change(change, read_fact("Production deploys happen on Friday").statement) is None
-    assert match_change(change, read_fact("Production deploys do not happen on Tuesday").statement) is None
+    announcement = "Production deploys moved from Tuesday to Thursday"
+    change = read_fact(announcement).change
+
+    def matched(text):
+        return match_change(change, read_fact(text).statement, text, announcement)
+
+    assert matched("Production deploys happen on Tuesday") == frozenset()
+    assert matched("Staging deploys happen on Tuesday") is None
+    assert matched("Production deploys happen on Friday") is None
+    assert matched("Production deploys do not happen on Tuesday") is None
+    # Worded otherwise, it is still the statement changed: the old value and a word of the subject suffice.
+    assert matched("Every Tuesday is production deploy day") is not None
 
 
 DAY = 86400.0
@@ -93,7 +100,7 @@ def test_a_newer_change_supersedes_an_older_one_contradicts():
                 memory("late", "Design reviews are held on Friday", 12)]
     supersessions, contradictions = changes_over_time(memories, lambda a, b: True)
     assert [(s.newer, s.older) for s in supersessions] == [("new", "old")]
-    assert supersessions[0].confidence == 0.9 and "tuesday -> thursday" in supersessions[0].reason
+    assert supersessions[0].confidence == 0.9 and "Tuesday -> Thursday" in supersessions[0].reason
     assert [(c.a, c.b) for c in contradictions] == [("early", "late")]
     assert "before the memory it changes" in contradictions[0].reason
 

@@ -72,6 +72,7 @@ CHANGES = ["The deploy window moved from Tuesday to Thursday", "Deploys now happ
            "Backups now run nightly instead of weekly", "Replaced Jenkins with GitHub Actions"]
 STATEMENTS = ["The deploy window is Tuesday", "Deploys happen on Monday", "Billing uses PostgreSQL",
               "The standup happens on Monday", "Backups run weekly", "We build with Jenkins", "Deploys are on Tuesday",
+              "Jenkins runs our CI builds",
               "The staging deploy window is Tuesday", "Billing runs on PostgreSQL in production"]
 
 
@@ -89,12 +90,12 @@ def test_a_statement_a_change_matches_answers_its_pool_query(announcement):
     matched = 0
     for text in STATEMENTS + [f"{t}, as the team agreed" for t in STATEMENTS]:
         statement = read_fact(text).statement
-        if match_change(change, statement, text) is not None:
+        if match_change(change, statement, text, announcement) is not None:
             matched += 1
             stored = stored_terms(candidate(text))
             assert may_change(change, frozenset(stored.terms), stored.least), text
             assert query.required <= statement and len(query.counted & statement) >= query.need
-    assert matched or announcement.startswith("Replaced")  # the case is not trivial
+    assert matched  # the case is not trivial
 
 
 def test_stored_terms_cover_every_text_a_memory_stands_for():

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from consolidation.cli import main
 from consolidation.hygiene.calibration import LabelledPair, PairSet, fit
 from consolidation.hygiene.evidence import weigh
-from consolidation.hygiene.judge import MIN_SHARED_TERMS, Thresholds, judge
+from consolidation.hygiene.judge import CLIENT_THRESHOLDS, MIN_SHARED_TERMS, Thresholds, judge
 from consolidation.hygiene.reading import read
 
 THRESHOLDS = Thresholds(same_fact=0.8, per_added_term=0.05, per_added_share=0.1, swapped=0.95)
@@ -218,3 +218,63 @@ def test_calibrate_names_the_line_that_is_wrong(tmp_path):
 ])
 def test_a_clock_time_and_a_bare_hour_are_one_time(first, second, same_time):
     assert (evidence(first, second).conflicts == ()) is same_time
+
+
+# The pairs the issue found judged wrongly, with their all-MiniLM-L6-v2 cosines, on the shipped client thresholds.
+@pytest.mark.parametrize("first, second, cosine, same", [
+    ("A light-colored dog runs through the grass.", "A dog runs through the grass.", 0.935, True),  # a word added
+    ("The court divided three-to-one on the ruling.", "The court divided 3-1 on the ruling.", 0.952, True),
+    ("You can use it, too.", "You can do it, too.", 0.685, False),  # nothing in common but function words
+    ("A skunk is looking here and there.", "A skunk looks at the camera.", 0.806, False),  # one word is no fact
+    ("KL shares lower at mid-morning", "KL shares higher at mid-afternoon", 0.905, False),
+])
+def test_real_pairs_the_old_rules_got_wrong(first, second, cosine, same):
+    assert judge(first, second, cosine, CLIENT_THRESHOLDS).same is same
+
+
+def test_two_memories_the_built_in_embedder_embedded_are_judged_on_its_thresholds():
+    from consolidation.hygiene.candidate import Candidate
+    from consolidation.hygiene.facts import read_fact
+    from consolidation.hygiene.merges import PairJudge
+
+    built_in = Thresholds(0.9, 0.0, 0.0, 0.0)
+    judge_ = PairJudge(THRESHOLDS, built_in)
+
+    def memory(text, embedded):
+        return Candidate(text, "Decision", read_fact(text), 0.0, 0, 0, content=text, built_in=embedded)
+
+    a, b = memory("Use Redis for session caching", True), memory("we use redis for session caching", True)
+    assert judge_.thresholds(a, b) is built_in and not judge_.verdict(a, b, 0.85).same
+    client = memory("we use redis for session caching", False)  # one vector from another model: not its space
+    assert judge_.thresholds(a, client) is THRESHOLDS and judge_.verdict(a, client, 0.85).same
+
+
+NARROWED = ["Use Redis for session caching", "we use redis for session caching again!", "Redis caches sessions",
+            "Old note 517 about topic 32", "Old note 518 about topic 32", "old note 517 about topic 32!",
+            "The cache TTL is 5 minutes", "The cache TTL is five minutes", "The cache TTL is 15 minutes",
+            "Deploys moved from Tuesday to Thursday", "Deploys happen on Tuesday", "Deploys do not happen on Tuesday",
+            "Priority-1 tickets get a response within 1 hour", "Priority 1 tickets get a response in 1 hour",
+            "A light-colored dog runs through the grass", "A dog runs through the grass",
+            "The user prefers tea over coffee", "Afternoon drink preference: tea, not coffee"]
+
+
+def test_what_the_keys_rule_out_the_judge_never_merges():
+    """merges._may_merge narrows millions of pairs in numpy: only a necessary condition, so every pair it rules
+    out is one the judge keeps apart at that similarity."""
+    import itertools
+
+    import numpy as np
+
+    from consolidation.hygiene.candidate import Candidate
+    from consolidation.hygiene.facts import read_fact
+    from consolidation.hygiene.merges import PairJudge, _may_merge
+
+    judge_ = PairJudge(THRESHOLDS, THRESHOLDS)
+    candidates = [Candidate(f"m{k}", "Decision", read_fact(t), 0.0, 0, 0, content=t) for k, t in enumerate(NARROWED)]
+    pairs = [(i, j, s) for i, j in itertools.combinations(range(len(NARROWED)), 2) for s in (0.8, 0.9, 0.97, 1.0)]
+    rows, cols, similarities = (np.array(column) for column in zip(*pairs))
+    kept = _may_merge(candidates, rows, cols, similarities.astype(np.float32), judge_)
+    ruled_out = [(i, j, s) for (i, j, s), keep in zip(pairs, kept) if not keep]
+    assert len(ruled_out) >= len(pairs) // 8  # it does narrow
+    for i, j, s in ruled_out:
+        assert not judge_.verdict(candidates[i], candidates[j], s).same, (NARROWED[i], NARROWED[j], s)

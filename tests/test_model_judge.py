@@ -416,3 +416,30 @@ def test_the_judge_settings_have_their_defaults_and_limits():
             load_settings({"ADMIN_API_TOKEN": TOKEN, name: value})
     with pytest.raises(SettingsError, match="needs SUMMARIZER_LLM_URL"):
         load_settings({"ADMIN_API_TOKEN": TOKEN, "CONSOLIDATION_DEDUP_MODEL_JUDGE": "true"})
+
+
+def test_dedup_asks_the_model_about_its_grey_pairs_and_follows_the_answer(tmp_path, model):
+    """Wired into dedup: a pair close to the line (0.76 where its words ask 0.75) is put to the model; a dry run
+    only lists it, a real run follows the model's "different facts" over the rules' merge, and a rerun asks
+    nothing again (the verdict is cached in the graph)."""
+    from tests.conftest import axis, vector_at
+
+    model.reply = lambda pairs: json.dumps({"answers": [{"pair": n, "same_fact": False} for n in sorted(pairs)]})
+    services = build_services(make_settings(tmp_path / "data", summarizer_llm_url=model.url,
+                                            summarizer_llm_model=MODEL, consolidation_dedup_model_judge=True))
+    try:
+        first = add_memory(services, vector=axis(0), content="Redis caches the session tokens", type="Decision")
+        second = add_memory(services, vector=vector_at(0.76, axis(0), axis(1)),
+                            content="redis caches the session tokens!", type="Decision")
+        preview = services.engine.run(["dedup"], dry_run=True)["results"]["dedup"]
+        assert model.requests == [] and preview["merged"] == 1  # the rules' verdict, the model not asked
+        assert [sorted((p["first"], p["second"])) for p in preview["model_judge_would_ask"]] == \
+            [sorted(("Redis caches the session tokens", "redis caches the session tokens!"))]
+        report = services.engine.run(["dedup"])["results"]["dedup"]
+        assert len(model.requests) == 1 and report["model_judge"]["asked"] == 1 and report["merged"] == 0
+        (apart,) = report["kept_apart"]
+        assert {apart["a"], apart["b"]} == {first, second} and "the model judge said different facts" in apart["reason"]
+        again = services.engine.run(["dedup"], full=True)["results"]["dedup"]
+        assert len(model.requests) == 1 and again["model_judge"]["cached"] == 1 and again["merged"] == 0
+    finally:
+        services.close()

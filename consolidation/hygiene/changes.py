@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from itertools import chain
 from typing import NamedTuple
@@ -19,8 +19,11 @@ import numpy as np
 
 from .candidate import Candidate
 from .facts import NOT, PREFER, Change, _stem, is_value
+from .evidence import weigh
 from .reading import read, spelled
 
+# A change and the statement it changes must be at least this close to be about one thing at all.
+RELATED_SIMILARITY = 0.5
 # Two memories less than this apart have no clear order.
 ORDER_TOLERANCE_SECONDS = 60.0
 # At most this many words of an older statement may lie outside a change's subject and values (a qualifier
@@ -28,6 +31,7 @@ ORDER_TOLERANCE_SECONDS = 60.0
 MAX_EXTRA_WORDS = 1
 # A change that names the old value is anchored by it: the older statement may be worded more freely.
 MAX_EXTRA_WORDS_NAMED = 3
+ANY_LENGTH = 1 << 20  # a pool query's slack that leaves a statement's length free
 # Words saying a thing has one value at a time, so two statements giving it two values conflict.
 EXCLUSIVE_CUES = frozenset(_stem(w) for w in "favorite favourite default preferred primary main usual current "
                                               "only official".split())
@@ -62,13 +66,15 @@ class PoolQuery(NamedTuple):
 
 def pool_query(change: Change) -> PoolQuery:
     """PoolQuery of a change, from match_change's conditions: a change naming its old value matches statements
-    holding that value and its whole subject, with at most MAX_EXTRA_WORDS_NAMED words besides; one that does
-    not substitutes one value (two at most when it names the new one, all of whose subject it holds besides),
-    with at most MAX_EXTRA_WORDS + 1 words dropped."""
+    holding its old values (every number, one of its words at least) and a word of its subject, however else
+    worded; one that does not substitutes one value (two at most when it names the new one, all of whose
+    subject it holds besides), with at most MAX_EXTRA_WORDS + 1 words dropped."""
     after = change.subject | change.new
     if change.old:
-        required = change.old | change.subject
-        return PoolQuery(required, required | change.new, len(required), MAX_EXTRA_WORDS_NAMED)
+        numbers = frozenset(t for t in change.old if t[:1].isdigit())
+        if change.subject:
+            return PoolQuery(numbers, change.subject, 1, ANY_LENGTH)
+        return PoolQuery(numbers, change.old, 1, ANY_LENGTH)
     if change.new:
         return PoolQuery(change.subject - change.new, after, max(1, len(after) - 2), MAX_EXTRA_WORDS + 1)
     return PoolQuery(frozenset(), after, max(1, len(after) - 1), MAX_EXTRA_WORDS + 1)
@@ -79,7 +85,8 @@ def in_matches(announcer: Candidate, change: Change, statement: Candidate) -> bo
     relatedness aside: whether its arrival or departure can move the announcer's verdict."""
     if not change.old and not _before(statement, announcer):
         return False
-    return _best_match(change, statement) is not None
+    said = next(text for fact, text in announcer.variants if fact.change == change)
+    return _best_match(change, said, statement) is not None
 
 
 def may_change(change: Change, terms: frozenset[str], least: int = 0) -> bool:
@@ -89,18 +96,18 @@ def may_change(change: Change, terms: frozenset[str], least: int = 0) -> bool:
     return query.required <= terms and held >= query.need and least <= held + query.slack
 
 
-def _within_scope(related: callable) -> callable:
-    """Memories of different scopes are never about the same subject, however close their vectors."""
-    return lambda a, b: a.scope == b.scope and related(a, b)
+def _within_scope(similarity: Callable[[Candidate, Candidate], float]) -> Callable[[Candidate, Candidate], bool]:
+    """Whether two memories are about one thing at all: close enough vectors, and never of different scopes."""
+    return lambda a, b: a.scope == b.scope and similarity(a, b) >= RELATED_SIMILARITY
 
 
-def changes_over_time(candidates: Sequence[Candidate], related: callable,
+def changes_over_time(candidates: Sequence[Candidate], similarity: Callable[[Candidate, Candidate], float],
                       only: Collection[str] | None = None) -> tuple[list[Supersession], list[Contradiction]]:
-    """Each memory announcing a change, matched with the older statements it changes; `related(a, b)` says
-    whether two memories' vectors are close enough to be about one thing at all. A memory stands for the texts
+    """Each memory announcing a change, matched with the older statements it changes; `similarity(a, b)`: the
+    cosine of two memories' vectors (at least RELATED_SIMILARITY to be about one thing at all). A memory stands for the texts
     merged into it as well: any of them may announce, or state, what is matched. `only`: the ids of the
     announcers to judge (an incremental run's), the others serving as statements and rivals."""
-    related = _within_scope(related)
+    related = _within_scope(similarity)
     announcing_ones = [i for i, c in enumerate(candidates) if _announces(c.fact) or c.merged_texts]
     announcers = [i for i in announcing_ones if only is None or candidates[i].id in only]
     # Only the terms a change looks statements up by are indexed (its old value, subject and new value).
@@ -124,9 +131,10 @@ def changes_over_time(candidates: Sequence[Candidate], related: callable,
     contradictions: dict[tuple[str, str], Contradiction] = {}
     for index in announcers:
         announcer = candidates[index]
-        for change in {fact.change for fact, _ in announcer.variants if _announces(fact)}:
+        for change, said in {fact.change: text for fact, text in announcer.variants if _announces(fact)}.items():
             found_s, found_c = [], []
-            for older, extra, reason in _changed_statements(index, change, candidates, by_term, related):
+            for older, extra, reason in _changed_statements(index, change, said, candidates, by_term, related,
+                                                            similarity):
                 _order(announcer, candidates[older], extra, reason, found_s, found_c)
             for older in _rival_changes(index, change, candidates, announcing, related):
                 _order(announcer, candidates[older], 0, "a later change of the same value", found_s, found_c)
@@ -142,7 +150,8 @@ def _announces(fact) -> bool:
     return fact.change is not None and fact.change.definite
 
 
-def _changed_statements(index: int, change: Change, candidates: Sequence[Candidate], by_term, related):
+def _changed_statements(index: int, change: Change, said: str, candidates: Sequence[Candidate], by_term, related,
+                        similarity):
     """The statements this change replaces.
 
     A change that names the old value ("from PostgreSQL") replaces every older statement holding that value
@@ -152,20 +161,21 @@ def _changed_statements(index: int, change: Change, candidates: Sequence[Candida
     value, and none if they differ in different values (which one it means is unknown)."""
     announcer = candidates[index]
     # Only statements holding every term match_change requires can match (a value and a subject often found in
-    # thousands of memories each are found together in few); with none required, any term of the change.
-    required = pool_query(change).required
-    pool = _all_of(by_term, required) if required else \
-        set().union(*(by_term.get(t, set()) for t in change.subject | change.new))
+    # thousands of memories each are found together in few); with none required, any term it counts.
+    query = pool_query(change)
+    pool = _all_of(by_term, query.required) if query.required else \
+        set().union(*(by_term.get(t, set()) for t in query.counted))
     matches = []
     for other in pool - {index}:
         if not change.old and not _before(candidates[other], announcer):
             continue
-        extra = _best_match(change, candidates[other])
+        extra = _best_match(change, said, candidates[other])
         if extra is not None and related(announcer, candidates[other]):
             matches.append((extra, other))
-    chosen = _named_value_matches(matches, candidates) if change.old else _substitution_matches(matches, change,
-                                                                                             candidates)
-    return [(other, len(extra), _reason(change, len(extra))) for extra, other in chosen]
+    chosen = _named_value_matches(matches, change, said, candidates) if change.old else \
+        _substitution_matches(matches, change, candidates)
+    return [(other, len(extra), _reason(change, said, candidates[other].content, similarity(announcer, candidates[other])))
+            for extra, other in chosen]
 
 
 def _all_of(by_term: dict[str, set[int]], terms) -> set[int]:
@@ -174,19 +184,31 @@ def _all_of(by_term: dict[str, set[int]], terms) -> set[int]:
     return postings[0].intersection(*postings[1:]) if postings else set()
 
 
-def _best_match(change: Change, candidate: Candidate) -> frozenset[str] | None:
-    """The closest match of the change among the texts a memory stands for (a rival change is not one)."""
+def _best_match(change: Change, said: str, candidate: Candidate) -> frozenset[str] | None:
+    """The closest match of the change (announced by the text `said`) among the texts a memory stands for; a
+    change of the same value (a rival, or the same change said again) is not one."""
     found = []
     for fact, text in candidate.variants:
-        if fact.change is not None and fact.change.old == change.old:
-            continue
-        extra = match_change(change, fact.statement, text)
+        if fact.change is not None and (fact.change.old == change.old or change.old and fact.change.definite and (
+                (fact.change.old | fact.change.new | fact.change.subject) & (change.old | change.new))):
+            continue  # a change of the same values: the same change said again, or a rival (_rival_changes)
+        extra = match_change(change, fact.statement, text, said)
         if extra is not None:
             found.append(extra)
     return min(found, key=len) if found else None
 
 
-def _named_value_matches(matches, candidates):
+def _named_value_matches(matches, change: Change, said: str, candidates):
+    """Of the statements holding the old value, those sharing the most of the change's subject: "the main
+    cluster moved from 1.29" changes "the main cluster runs 1.29", not "the analytics cluster runs 1.29" beside
+    it (a statement whose shared subject words another's include, and more, is left out)."""
+    newer = read(said)
+    subjects = {other: frozenset(weigh(newer, read(candidates[other].content)).shared) - change.old - change.new
+                for _, other in matches}
+    matches = [(extra, other) for extra, other in matches
+               if not any(subjects[other] < subjects[rival] for _, rival in matches)]
+    # Statements that disagree on a qualifier the change does not name ("staging" / "production" deploys):
+    # which one it means is unknown, so only those with no qualifier.
     qualifiers = {frozenset(t for t in extra if is_value(t, candidates[other].content)) for extra, other in matches}
     if len(qualifiers - {frozenset()}) > 1:
         return [(extra, other) for extra, other in matches
@@ -208,20 +230,13 @@ def _before(older: Candidate, newer: Candidate) -> bool:
     return not math.isnan(gap) and gap > ORDER_TOLERANCE_SECONDS
 
 
-def match_change(change: Change, statement: frozenset[str], text: str = "") -> frozenset[str] | None:
-    """The words of an older statement beyond what the change says it replaces (empty: exactly the statement
-    changed), or None if the change is not about that statement."""
+def match_change(change: Change, statement: frozenset[str], text: str, announcer: str) -> frozenset[str] | None:
+    """The words of an older statement (`text`, whose fact's statement is `statement`) beyond what the change
+    (announced by `announcer`) says it replaces (empty: exactly the statement changed), or None if the change is
+    not about that statement."""
     after = change.subject | change.new
     if change.old:
-        if not change.old <= statement:
-            return None
-        rest = statement - change.old
-        # Every word of the change's subject must be there: "main cluster" vs "analytics cluster" is another
-        # subject, and wording alone cannot tell it from a paraphrase ("primary cluster").
-        if rest and not rest & after or NOT in rest - after or not change.subject <= statement:
-            return None
-        extra = frozenset(rest - after - {PREFER})  # "prefers X" -> "switched from X to Y": implied
-        return extra if len(extra) <= MAX_EXTRA_WORDS_NAMED else None
+        return _named_match(change, statement, text, announcer)
     # "Deploys now happen on Friday": the change substitutes one value of the older statement, and a value it
     # is (a number, a name, a day...): "a person cuts ginger" replaces no "onion" of "a person slices an onion".
     dropped, added = statement - after, after - statement
@@ -234,6 +249,27 @@ def match_change(change: Change, statement: frozenset[str], text: str = "") -> f
         return None
     extra = frozenset(dropped - {PREFER, replaced[0]})
     return extra if len(extra) <= MAX_EXTRA_WORDS else None
+
+
+def _named_match(change: Change, statement: frozenset[str], text: str, announcer: str) -> frozenset[str] | None:
+    """A change that names what it replaces ("from 100 to 300 requests", "replaced Loki with Elasticsearch")
+    is about an older statement holding those old values (every number, and one of its words at least) and
+    sharing a word of its subject besides, however else each is worded ("Public API rate limit changed from
+    100 to 300" / "The public API allows 100 requests"), unless the statement negates where the change does not.
+    What is returned: the statement's words the change's text lacks (the more, the less sure)."""
+    numbers = {t for t in change.old if t[:1].isdigit()}
+    if 2 * len(change.old & statement) < len(change.old) or not numbers <= statement:
+        return None  # "prices dropped after the user booked" names no value a flight booking holds
+    older, newer = read(text), read(announcer)
+    found = weigh(newer, older)
+    if change.subject and not set(found.shared) - change.old - change.new:
+        return None  # the old value alone, about something else
+    changed = change.old | change.new
+    if any(c.first not in changed and c.second not in changed for c in found.conflicts if c.kind != "negation"):
+        return None  # another value apart: "backend CI ... instead of Jenkins" / "the frontend CI runs Jenkins"
+    if older.negated and not newer.denied & change.old:
+        return None  # "deploys do not happen on Tuesday" is not what "moved from Tuesday" changes
+    return frozenset(found.only_second) - change.old - {PREFER}
 
 
 def _rival_changes(index: int, change: Change, candidates: Sequence[Candidate], announcing, related) -> list[int]:
@@ -277,7 +313,8 @@ def _order(announcer: Candidate, older: Candidate, extra: int, reason: str,
                                         f"{reason}, but it was recorded {when} the memory it changes"))
 
 
-def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -> list[Contradiction]:
+def simultaneous_conflicts(candidates: Sequence[Candidate],
+                           similarity: Callable[[Candidate, Candidate], float]) -> list[Contradiction]:
     """Two plain statements of one type recorded at the same moment that differ in exactly one value ("closes
     at 2 pm" / "closes at 3 pm"): a conflict with no order to settle it.
 
@@ -285,7 +322,7 @@ def simultaneous_conflicts(candidates: Sequence[Candidate], related: callable) -
     one minute, and a million memories over a few weeks are all a minute or less apart): each is filed under a
     hash of its type and key without each of its terms, and the pairs filed together within the tolerance are
     checked."""
-    related = _within_scope(related)
+    related = _within_scope(similarity)
     created = np.fromiter((c.created for c in candidates), dtype=np.float64, count=len(candidates))
     known = np.flatnonzero(~np.isnan(created))
     order = known[np.argsort(created[known], kind="stable")]  # by time, then by position: a place each
@@ -351,9 +388,13 @@ def _filed_together(candidates, order: np.ndarray, times: np.ndarray) -> set[tup
     return set(zip(np.concatenate(firsts).tolist(), np.concatenate(seconds).tolist()))
 
 
-def _reason(change: Change, extra: int) -> str:
+def _reason(change: Change, said: str, older: str, similarity: float) -> str:
+    """What decided, in the memories' words: the change and its values, what the two share, their similarity."""
+    newer = read(said)
     values = ""
     if change.old or change.new:
-        values = f" ({', '.join(sorted(change.old)) or '?'} -> {', '.join(sorted(change.new)) or '?'})"
-    qualifier = "" if extra == 0 else f"; the older one has {extra} more qualifying word"
-    return f"announces a change ({change.wording}){values} of what the older memory states{qualifier}"
+        values = f" ({', '.join(spelled(newer, sorted(change.old))) or '?'} -> " \
+                 f"{', '.join(spelled(newer, sorted(change.new))) or '?'})"
+    shared = weigh(newer, read(older)).shared
+    return (f"announces a change ({change.wording}){values} of what the older memory states; shared: "
+            f"{', '.join(spelled(newer, shared)) or '-'}; similarity {similarity:.3f}")

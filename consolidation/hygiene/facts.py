@@ -44,7 +44,7 @@ NEGATORS = frozenset("not no never none nobody nothing neither nor cannot withou
 CHANGE_VERBS = frozenset("""
 move moves moved moving change changes changed changing switch switches switched switching migrate migrates
 migrated migrating replace replaces replaced replacing swap swapped shift shifted upgrade upgraded downgrade
-downgraded update updated rename renamed reschedule rescheduled convert converted transition transitioned
+downgraded update updated rename renamed reschedule rescheduled rebooked convert converted transition transitioned
 revert reverted become became pushed postpone postponed delay delayed scale scaled adjust adjusted
 """.split())
 # Changes with a direction keep it: "caching reduced latency" and "caching increased latency" are not one fact.
@@ -104,6 +104,8 @@ BOUNDARY = frozenset(",;:.!?()")
 NAME = re.compile(r"[^\W_]+")
 GOES_OUT = re.compile(r"\b(go|goes|going|went|gone) out\b")
 GOES_UP_OR_DOWN = re.compile(r"\b(?:go|goes|going|went|gone) (up|down)\b")
+GOES_FROM = re.compile(r"\b(?:went|gone|up|down|increased|decreased) from\b")  # "goes from A to B" is a route
+USED_TO_BE = re.compile(r"\b(?:it |that |which )?used to be\b")
 # "right now" and "just now" say when, not that something changed.
 NOT_A_CHANGE = re.compile(r"\b(?:right|just) now\b")
 NUMBER_SIGN = re.compile(r"\bno\.\s*(?=\d)")
@@ -234,6 +236,10 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
         text = GOES_OUT.sub("go", text)  # "the newsletter goes out on Monday": it is sent, it happens
     if " up" in text or " down" in text:
         text = GOES_UP_OR_DOWN.sub(lambda m: "increased" if m.group(1) == "up" else "decreased", text)
+    if " from " in text:
+        text = GOES_FROM.sub("changed from", text)  # "the price went from $29 to $35", "$1,950, up from $1,850"
+    if "used to be" in text:
+        text = USED_TO_BE.sub("instead of", text)  # "now us-west-2 (it used to be us-east-1)"
     if "now" in text:
         text = NOT_A_CHANGE.sub("", text)
     if "no." in text:

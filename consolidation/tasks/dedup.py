@@ -27,8 +27,6 @@ from ..stores.verdicts import VerdictCache
 from ..timeutil import epoch_seconds, to_iso
 from .context import TaskContext, capped, positions_in
 
-# A change and the statement it changes must be at least this close to be about one thing at all.
-RELATED_SIMILARITY = 0.5
 # What one run may write: contradictions per memory (earlier runs' counted) and in all; the rest are counted.
 CONTRADICTIONS_PER_MEMORY = 3
 CONTRADICTIONS_PER_RUN = 1000
@@ -60,7 +58,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
             store_terms, ctx, candidates, inputs.changes[at], [inputs.stamps[i] for i in at])]
         del inputs, at
         judge = pair_judge(ctx.settings)
-        judged, asked = find_merges(ctx, lambda pair_judge: duplicate_groups(
+        judged, asked, judge = find_merges(ctx, lambda pair_judge: duplicate_groups(
             candidates, *pairs, pair_judge, similarity=lambda a, b: exact_cosine(unit, a, b),
             connections=ctx.hygiene.connections), judge, dry_run)
         merges = judged.merges
@@ -105,22 +103,24 @@ def client_thresholds(settings) -> Thresholds:
 
 
 def find_merges(ctx: TaskContext, judged_by: Callable[[PairJudge], Judged], judge: PairJudge,
-                dry_run: bool) -> tuple[Judged, dict[str, Any]]:
-    """The merges `judged_by` finds with this judge, and (when a model judge is set up and there are grey pairs)
-    what the model was asked: it is asked once, and its verdicts then decide those pairs."""
+                dry_run: bool) -> tuple[Judged, dict[str, Any], PairJudge]:
+    """The merges `judged_by` finds with this judge, (when a model judge is set up and there are grey pairs)
+    what the model was asked, and the judge that decided: the model is asked once, and its verdicts then decide
+    those pairs."""
     judged = judged_by(judge)
     model = model_judge_from(ctx.settings, VerdictCache(ctx.graph.falkor)) if judged.grey else None
     if model is None:
-        return judged, {}
+        return judged, {}, judge
     outcome = model.settle(judged.grey, dry_run=dry_run)
     report = {"model_judge": {**outcome.counts(), "model": model.model},
               **capped("model_judge_would_ask", [{"first": p.first, "second": p.second,
                                                   "similarity": round(p.similarity, 6)} for p in outcome.would_ask],
                        ctx.settings.consolidation_report_limit)}
     if outcome.verdicts:
-        judged = judged_by(replace(judge, settled=outcome.verdicts,
-                                   settled_key=lambda first, second: pair_key(model.model, first, second)))
-    return judged, report
+        judge = replace(judge, settled=outcome.verdicts,
+                        settled_key=lambda first, second: pair_key(model.model, first, second))
+        judged = judged_by(judge)
+    return judged, report, judge
 
 
 def changes_after_merges(candidates: list[Candidate], merges: list[Merge],
@@ -130,11 +130,11 @@ def changes_after_merges(candidates: list[Candidate], merges: list[Merge],
     active = after_merges(candidates, merges)
     row = {c.id: index for index, c in enumerate(candidates)}
 
-    def related(a: Candidate, b: Candidate) -> bool:
-        return float(unit[row[a.id]] @ unit[row[b.id]]) >= RELATED_SIMILARITY
+    def similarity(a: Candidate, b: Candidate) -> float:
+        return float(unit[row[a.id]] @ unit[row[b.id]])
 
-    supersessions, contradictions = changes_over_time(active, related)
-    return supersessions, contradictions + simultaneous_conflicts(active, related)
+    supersessions, contradictions = changes_over_time(active, similarity)
+    return supersessions, contradictions + simultaneous_conflicts(active, similarity)
 
 
 def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: np.ndarray,

@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from ..hygiene.candidate import Candidate
-from ..hygiene.changes import ORDER_TOLERANCE_SECONDS, Contradiction, Supersession, changes_over_time, in_matches, \
-    pool_query, simultaneous_conflicts
+from ..hygiene.changes import ORDER_TOLERANCE_SECONDS, RELATED_SIMILARITY, Contradiction, Supersession, \
+    changes_over_time, in_matches, pool_query, simultaneous_conflicts
 from ..hygiene.facts import Change, read_fact
 from ..hygiene.merges import Merge, PairJudge, duplicate_groups, exact_cosine
 from ..hygiene.terms import stored_terms, terms_stamp
@@ -127,15 +127,15 @@ def _judge(ctx: TaskContext, region: Region, dry_run: bool) -> Verdicts:
     index = {int(p): i for i, p in enumerate(positions)}
     rows = np.array([index[a] for a in pairs.rows.tolist()], dtype=INDEX)
     cols = np.array([index[b] for b in pairs.cols.tolist()], dtype=INDEX)
-    found, asked = dedup.find_merges(ctx, lambda judge: duplicate_groups(
+    found, asked, region.judge = dedup.find_merges(ctx, lambda judge: duplicate_groups(
         grouped, rows, cols, pairs.similarities, judge,
         similarity=lambda a, b: exact_cosine(region.unit, positions[a], positions[b])), region.judge, dry_run)
     merges, kept_apart = found.merges, found.kept_apart
     judged = _judge_announcers(ctx, region, merges, [region.ids[p] for p in changed], removed)
     candidates, _ = region.candidates()
     active = dedup.after_merges(candidates, merges)
-    supersessions, contradictions = changes_over_time(active, region.related, only=judged)
-    contradictions += simultaneous_conflicts(active, region.related)
+    supersessions, contradictions = changes_over_time(active, region.similarity, only=judged)
+    contradictions += simultaneous_conflicts(active, region.similarity)
     return Verdicts(grouped, region.judge, candidates, merges, kept_apart, supersessions, contradictions,
                     int(pairs.rows.size), asked)
 
@@ -274,8 +274,8 @@ class Region:
                 for p, ks in keys.items() if p not in unknown]
         return unknown | {self.position[i] for i in self.ctx.hygiene.worth_reading(rows)}
 
-    def related(self, a: Candidate, b: Candidate) -> bool:
-        return float(self.unit[self.position[a.id]] @ self.unit[self.position[b.id]]) >= dedup.RELATED_SIMILARITY
+    def similarity(self, a: Candidate, b: Candidate) -> float:
+        return float(self.unit[self.position[a.id]] @ self.unit[self.position[b.id]])
 
 
 def _removed(ctx: TaskContext, region: Region) -> list[Removed]:
@@ -377,7 +377,7 @@ def _load_simultaneous(region: Region, changed: np.ndarray) -> None:
             near = near[unread[near]]
             close = np.abs(region.times[block][:, None] - region.times[near][None, :]) <= ORDER_TOLERANCE_SECONDS
             close &= (region.kinds[block][:, None] == region.kinds[near][None, :]) & (block[:, None] != near[None, :])
-            close &= region.unit[block] @ region.unit[near].T >= dedup.RELATED_SIMILARITY
+            close &= region.unit[block] @ region.unit[near].T >= RELATED_SIMILARITY
             partners.update(near[close.any(axis=0)].tolist())
     region.load(partners)
 
@@ -481,8 +481,10 @@ def _holders(index: dict[str, set[int]], terms: frozenset[str], need: int) -> se
 
 
 def _maybe_related(region: Region, a: Candidate, b: Candidate) -> bool:
-    """related(), or True for a memory whose vector is gone with it (a deletion whose tombstone had none)."""
-    return a.id not in region.position or b.id not in region.position or region.related(a, b)
+    """Whether two memories' vectors are related, or True for a memory whose vector is gone with it (a deletion
+    whose tombstone had none)."""
+    return a.id not in region.position or b.id not in region.position or \
+        region.similarity(a, b) >= RELATED_SIMILARITY
 
 
 def _load_pools(ctx: TaskContext, region: Region, announcers: list[Candidate]) -> None:
