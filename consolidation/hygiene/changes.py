@@ -12,6 +12,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import chain
 from typing import NamedTuple
 
@@ -56,12 +57,16 @@ class Contradiction:
 class PoolQuery(NamedTuple):
     """What a statement's stored terms must hold for match_change to match it with a change: every `required`
     term, at least `need` of the `counted` ones, and no more than `slack` other words (the fewest words of its
-    texts' statements, `least`, at most the counted terms held plus `slack`)."""
+    texts' statements, `least`, at most the counted terms held plus `slack`); and unless it holds every number
+    of the change's subject (`own`), no number the change does not name (`known`): "note 517's detail changed"
+    is not about note 518 (a statement standing for merged texts is spared the test, see may_change)."""
 
     required: frozenset[str]
     counted: frozenset[str]
     need: int
     slack: int
+    own: frozenset[str] = frozenset()
+    known: frozenset[str] = frozenset()
 
 
 def pool_query(change: Change) -> PoolQuery:
@@ -72,9 +77,10 @@ def pool_query(change: Change) -> PoolQuery:
     after = change.subject | change.new
     if change.old:
         numbers = frozenset(t for t in change.old if t[:1].isdigit())
+        own, known = _numbers(change.subject), _numbers(frozenset(change.subject | change.old | change.new))
         if change.subject:
-            return PoolQuery(numbers, change.subject, 1, ANY_LENGTH)
-        return PoolQuery(numbers, change.old, 1, ANY_LENGTH)
+            return PoolQuery(numbers, change.subject, 1, ANY_LENGTH, own, known)
+        return PoolQuery(numbers, change.old, 1, ANY_LENGTH, own, known)
     if change.new:
         return PoolQuery(change.subject - change.new, after, max(1, len(after) - 2), MAX_EXTRA_WORDS + 1)
     return PoolQuery(frozenset(), after, max(1, len(after) - 1), MAX_EXTRA_WORDS + 1)
@@ -89,11 +95,24 @@ def in_matches(announcer: Candidate, change: Change, statement: Candidate) -> bo
     return _best_match(change, said, statement) is not None
 
 
-def may_change(change: Change, terms: frozenset[str], least: int = 0) -> bool:
-    """Whether a memory with these stored terms (and fewest statement words `least`) can be matched by the change."""
+def may_change(change: Change, terms: frozenset[str], least: int = 0, merged: bool = False) -> bool:
+    """Whether a memory with these stored terms (and fewest statement words `least`; `merged`: it stands for
+    texts merged into it, whose terms are all among these) can be matched by the change."""
     query = pool_query(change)
     held = len(query.counted & terms)
-    return query.required <= terms and held >= query.need and least <= held + query.slack
+    return query.required <= terms and held >= query.need and least <= held + query.slack and \
+        (merged or not other_numbers(query, terms))
+
+
+def other_numbers(query: PoolQuery, terms: frozenset[str]) -> bool:
+    """Whether a statement with these terms lacks a number of the change's subject and holds one the change does
+    not name: two notes of different numbers."""
+    return bool(query.own - terms) and bool(_numbers(terms) - query.known)
+
+
+@lru_cache(maxsize=1 << 16)
+def _numbers(terms: frozenset[str]) -> frozenset[str]:
+    return frozenset(t for t in terms if t[:1].isdigit())
 
 
 def _within_scope(similarity: Callable[[Candidate, Candidate], float]) -> Callable[[Candidate, Candidate], bool]:
@@ -165,11 +184,13 @@ def _changed_statements(index: int, change: Change, said: str, candidates: Seque
     query = pool_query(change)
     pool = _all_of(by_term, query.required) if query.required else \
         set().union(*(by_term.get(t, set()) for t in query.counted))
+    if query.required and query.need:  # and a term it counts (a word of its subject), looked up in the few
+        pool = {o for o in pool if any(query.counted & fact.statement for fact, _ in candidates[o].variants)}
     matches = []
     for other in pool - {index}:
         if not change.old and not _before(candidates[other], announcer):
             continue
-        extra = _best_match(change, said, candidates[other])
+        extra = _best_match(change, said, candidates[other], query)
         if extra is not None and related(announcer, candidates[other]):
             matches.append((extra, other))
     chosen = _named_value_matches(matches, change, said, candidates) if change.old else \
@@ -184,7 +205,7 @@ def _all_of(by_term: dict[str, set[int]], terms) -> set[int]:
     return postings[0].intersection(*postings[1:]) if postings else set()
 
 
-def _best_match(change: Change, said: str, candidate: Candidate) -> frozenset[str] | None:
+def _best_match(change: Change, said: str, candidate: Candidate, query: PoolQuery | None = None) -> frozenset[str] | None:
     """The closest match of the change (announced by the text `said`) among the texts a memory stands for; a
     change of the same value (a rival, or the same change said again) is not one."""
     found = []
@@ -192,7 +213,7 @@ def _best_match(change: Change, said: str, candidate: Candidate) -> frozenset[st
         if fact.change is not None and (fact.change.old == change.old or change.old and fact.change.definite and (
                 (fact.change.old | fact.change.new | fact.change.subject) & (change.old | change.new))):
             continue  # a change of the same values: the same change said again, or a rival (_rival_changes)
-        extra = match_change(change, fact.statement, text, said)
+        extra = match_change(change, fact.statement, text, said, query)
         if extra is not None:
             found.append(extra)
     return min(found, key=len) if found else None
@@ -230,13 +251,14 @@ def _before(older: Candidate, newer: Candidate) -> bool:
     return not math.isnan(gap) and gap > ORDER_TOLERANCE_SECONDS
 
 
-def match_change(change: Change, statement: frozenset[str], text: str, announcer: str) -> frozenset[str] | None:
+def match_change(change: Change, statement: frozenset[str], text: str, announcer: str,
+                 query: PoolQuery | None = None) -> frozenset[str] | None:
     """The words of an older statement (`text`, whose fact's statement is `statement`) beyond what the change
-    (announced by `announcer`) says it replaces (empty: exactly the statement changed), or None if the change is
-    not about that statement."""
+    (announced by `announcer`; `query`: its pool_query, when the caller has it) says it replaces (empty: exactly
+    the statement changed), or None if the change is not about that statement."""
     after = change.subject | change.new
     if change.old:
-        return _named_match(change, statement, text, announcer)
+        return _named_match(change, statement, text, announcer, query or pool_query(change))
     # "Deploys now happen on Friday": the change substitutes one value of the older statement, and a value it
     # is (a number, a name, a day...): "a person cuts ginger" replaces no "onion" of "a person slices an onion".
     dropped, added = statement - after, after - statement
@@ -251,7 +273,8 @@ def match_change(change: Change, statement: frozenset[str], text: str, announcer
     return extra if len(extra) <= MAX_EXTRA_WORDS else None
 
 
-def _named_match(change: Change, statement: frozenset[str], text: str, announcer: str) -> frozenset[str] | None:
+def _named_match(change: Change, statement: frozenset[str], text: str, announcer: str,
+                 query: PoolQuery) -> frozenset[str] | None:
     """A change that names what it replaces ("from 100 to 300 requests", "replaced Loki with Elasticsearch")
     is about an older statement holding those old values (every number, and one of its words at least) and
     sharing a word of its subject besides, however else each is worded ("Public API rate limit changed from
@@ -260,6 +283,8 @@ def _named_match(change: Change, statement: frozenset[str], text: str, announcer
     numbers = {t for t in change.old if t[:1].isdigit()}
     if 2 * len(change.old & statement) < len(change.old) or not numbers <= statement:
         return None  # "prices dropped after the user booked" names no value a flight booking holds
+    if other_numbers(query, statement):
+        return None  # another note: "note 517's detail changed from 417" is not about note 518
     older, newer = read(text), read(announcer)
     found = weigh(newer, older)
     if change.subject and not set(found.shared) - change.old - change.new:

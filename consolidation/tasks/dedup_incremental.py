@@ -496,7 +496,8 @@ def _load_pools(ctx: TaskContext, region: Region, announcers: list[Candidate]) -
         for change in _changes(announcer):
             query = pool_query(change)
             rows.append({"key": len(rows), "required": sorted(query.required), "counted": sorted(query.counted),
-                         "need": query.need, "slack": query.slack})
+                         "need": query.need, "slack": query.slack, "own": sorted(query.own),
+                         "known": sorted(query.known)})
     # How common each term is, judged from the memories read so far: a choice of drive terms, never of answers.
     counts = Counter(t for c in region.loaded.values() for t in stored_terms(c).terms)
     for row in rows:
