@@ -8,6 +8,7 @@ give one subject exclusive values contradict each other too.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
@@ -33,6 +34,9 @@ MAX_EXTRA_WORDS = 1
 # A change that names the old value is anchored by it: the older statement may be worded more freely.
 MAX_EXTRA_WORDS_NAMED = 3
 ANY_LENGTH = 1 << 20  # a pool query's slack that leaves a statement's length free
+# A pool larger than this is narrowed by numbers first; a change naming more numbers than MOST_KNOWN is not.
+FEW = 64
+MOST_KNOWN = 8
 # Words saying a thing has one value at a time, so two statements giving it two values conflict.
 EXCLUSIVE_CUES = frozenset(_stem(w) for w in "favorite favourite default preferred primary main usual current "
                                               "only official".split())
@@ -76,11 +80,8 @@ def pool_query(change: Change) -> PoolQuery:
     subject it holds besides), with at most MAX_EXTRA_WORDS + 1 words dropped."""
     after = change.subject | change.new
     if change.old:
-        numbers = frozenset(t for t in change.old if t[:1].isdigit())
         own, known = _numbers(change.subject), _numbers(frozenset(change.subject | change.old | change.new))
-        if change.subject:
-            return PoolQuery(numbers, change.subject, 1, ANY_LENGTH, own, known)
-        return PoolQuery(numbers, change.old, 1, ANY_LENGTH, own, known)
+        return PoolQuery(change.old, change.subject, 1 if change.subject else 0, ANY_LENGTH, own, known)
     if change.new:
         return PoolQuery(change.subject - change.new, after, max(1, len(after) - 2), MAX_EXTRA_WORDS + 1)
     return PoolQuery(frozenset(), after, max(1, len(after) - 1), MAX_EXTRA_WORDS + 1)
@@ -108,6 +109,25 @@ def other_numbers(query: PoolQuery, terms: frozenset[str]) -> bool:
     """Whether a statement with these terms lacks a number of the change's subject and holds one the change does
     not name: two notes of different numbers."""
     return bool(query.own - terms) and bool(_numbers(terms) - query.known)
+
+
+def _without_other_numbers(pool: set[int], query: PoolQuery, by_term) -> set[int]:
+    """The pool's statements other_numbers does not rule out: those holding every number of the change's own,
+    and those whose numbers are all ones the change names (looked up by their set of numbers: a change names
+    few, so its subsets are few). In a store of numbered notes a number is in thousands; a note's own is in one."""
+    known = sorted(query.known)
+    if len(known) > MOST_KNOWN:
+        return pool
+    kept = _all_of(by_term, query.required | query.own)
+    for size in range(len(known) + 1):
+        for numbers in itertools.combinations(known, size):
+            kept |= by_term.get(_numbers_key(frozenset(numbers)), set()) & pool
+    return kept
+
+
+def _numbers_key(numbers: frozenset[str]) -> tuple[str, ...]:
+    """The index entry of a statement's set of numbers (a tuple, apart from the term entries)."""
+    return tuple(sorted(numbers))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -139,6 +159,7 @@ def changes_over_time(candidates: Sequence[Candidate], similarity: Callable[[Can
         for statement in statements:
             for term in statement & wanted:
                 by_term[term].add(index)
+            by_term[_numbers_key(_numbers(statement))].add(index)
     # Who announces a change of which value of which subject: rival changes are looked up here, not among
     # every memory naming the subject (in a large store that is most of them).
     announcing: dict[tuple[frozenset[str], frozenset[str]], set[int]] = defaultdict(set)
@@ -184,6 +205,8 @@ def _changed_statements(index: int, change: Change, said: str, candidates: Seque
     query = pool_query(change)
     pool = _all_of(by_term, query.required) if query.required else \
         set().union(*(by_term.get(t, set()) for t in query.counted))
+    if query.own and len(pool) > FEW:
+        pool = _without_other_numbers(pool, query, by_term)
     if query.required and query.need:  # and a term it counts (a word of its subject), looked up in the few
         pool = {o for o in pool if any(query.counted & fact.statement for fact, _ in candidates[o].variants)}
     matches = []
@@ -280,8 +303,7 @@ def _named_match(change: Change, statement: frozenset[str], text: str, announcer
     sharing a word of its subject besides, however else each is worded ("Public API rate limit changed from
     100 to 300" / "The public API allows 100 requests"), unless the statement negates where the change does not.
     What is returned: the statement's words the change's text lacks (the more, the less sure)."""
-    numbers = {t for t in change.old if t[:1].isdigit()}
-    if 2 * len(change.old & statement) < len(change.old) or not numbers <= statement:
+    if not change.old <= statement:
         return None  # "prices dropped after the user booked" names no value a flight booking holds
     if other_numbers(query, statement):
         return None  # another note: "note 517's detail changed from 417" is not about note 518

@@ -137,16 +137,20 @@ def as_written(term: str) -> str:
 
 def spelled(reading: Reading, terms) -> list[str]:
     """Terms as the text writes them ("PostgreSQL" for "postgresql", "twenty" for "20"), for reasons."""
-    written = {}
-    for kind, value, original in _tokens(reading.text):
-        written.setdefault(value, original)
-    spellings = []
-    for term in terms:
-        term = as_written(term)
-        word = written.get(term, term)
-        found = re.search(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", reading.text, re.IGNORECASE)
-        spellings.append(found.group() if found else word)
-    return spellings
+    written = _written(reading.text)
+    return [written.get(as_written(term), as_written(term)) for term in terms]
+
+
+@lru_cache(maxsize=1 << 14)
+def _written(text: str) -> dict[str, str]:
+    """Each term of a text and the word that wrote it, in the text's own case where it can be found."""
+    lowered = text.lower()
+    written: dict[str, str] = {}
+    for _, value, original in _tokens(text):
+        if value not in written:
+            at = lowered.find(original)
+            written[value] = text[at:at + len(original)] if at >= 0 else original
+    return written
 
 
 def value_class(term: str, reading: Reading) -> str | None:
