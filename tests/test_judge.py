@@ -267,13 +267,13 @@ def test_what_the_keys_rule_out_the_judge_never_merges():
 
     from consolidation.hygiene.candidate import Candidate
     from consolidation.hygiene.facts import read_fact
-    from consolidation.hygiene.merges import PairJudge, _may_merge
+    from consolidation.hygiene.merges import KeyColumns, PairJudge, _may_merge
 
     judge_ = PairJudge(THRESHOLDS, THRESHOLDS)
     candidates = [Candidate(f"m{k}", "Decision", read_fact(t), 0.0, 0, 0, content=t) for k, t in enumerate(NARROWED)]
     pairs = [(i, j, s) for i, j in itertools.combinations(range(len(NARROWED)), 2) for s in (0.8, 0.9, 0.97, 1.0)]
     rows, cols, similarities = (np.array(column) for column in zip(*pairs))
-    kept = _may_merge(candidates, rows, cols, similarities.astype(np.float32), judge_)
+    kept = _may_merge(KeyColumns.of(candidates), rows, cols, similarities.astype(np.float32), judge_)
     ruled_out = [(i, j, s) for (i, j, s), keep in zip(pairs, kept) if not keep]
     assert len(ruled_out) >= len(pairs) // 8  # it does narrow
     for i, j, s in ruled_out:

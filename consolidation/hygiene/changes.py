@@ -8,7 +8,6 @@ give one subject exclusive values contradict each other too.
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
@@ -34,9 +33,6 @@ MAX_EXTRA_WORDS = 1
 # A change that names the old value is anchored by it: the older statement may be worded more freely.
 MAX_EXTRA_WORDS_NAMED = 3
 ANY_LENGTH = 1 << 20  # a pool query's slack that leaves a statement's length free
-# A pool larger than this is narrowed by numbers first; a change naming more numbers than MOST_KNOWN is not.
-FEW = 64
-MOST_KNOWN = 8
 # Words saying a thing has one value at a time, so two statements giving it two values conflict.
 EXCLUSIVE_CUES = frozenset(_stem(w) for w in "favorite favourite default preferred primary main usual current "
                                               "only official".split())
@@ -61,27 +57,23 @@ class Contradiction:
 class PoolQuery(NamedTuple):
     """What a statement's stored terms must hold for match_change to match it with a change: every `required`
     term, at least `need` of the `counted` ones, and no more than `slack` other words (the fewest words of its
-    texts' statements, `least`, at most the counted terms held plus `slack`); and unless it holds every number
-    of the change's subject (`own`), no number the change does not name (`known`): "note 517's detail changed"
-    is not about note 518 (a statement standing for merged texts is spared the test, see may_change)."""
+    texts' statements, `least`, at most the counted terms held plus `slack`)."""
 
     required: frozenset[str]
     counted: frozenset[str]
     need: int
     slack: int
-    own: frozenset[str] = frozenset()
-    known: frozenset[str] = frozenset()
 
 
 def pool_query(change: Change) -> PoolQuery:
     """PoolQuery of a change, from match_change's conditions: a change naming its old value matches statements
-    holding its old values (every number, one of its words at least) and a word of its subject, however else
-    worded; one that does not substitutes one value (two at most when it names the new one, all of whose
-    subject it holds besides), with at most MAX_EXTRA_WORDS + 1 words dropped."""
+    holding that value and the numbers of its subject, and a word of its subject besides, however else worded;
+    one that does not substitutes one value (two at most when it names the new one, all of whose subject it
+    holds besides), with at most MAX_EXTRA_WORDS + 1 words dropped."""
     after = change.subject | change.new
     if change.old:
-        own, known = _numbers(change.subject), _numbers(frozenset(change.subject | change.old | change.new))
-        return PoolQuery(change.old, change.subject, 1 if change.subject else 0, ANY_LENGTH, own, known)
+        return PoolQuery(change.old | _numbers(change.subject), change.subject, 1 if change.subject else 0,
+                         ANY_LENGTH)
     if change.new:
         return PoolQuery(change.subject - change.new, after, max(1, len(after) - 2), MAX_EXTRA_WORDS + 1)
     return PoolQuery(frozenset(), after, max(1, len(after) - 1), MAX_EXTRA_WORDS + 1)
@@ -96,38 +88,11 @@ def in_matches(announcer: Candidate, change: Change, statement: Candidate) -> bo
     return _best_match(change, said, statement) is not None
 
 
-def may_change(change: Change, terms: frozenset[str], least: int = 0, merged: bool = False) -> bool:
-    """Whether a memory with these stored terms (and fewest statement words `least`; `merged`: it stands for
-    texts merged into it, whose terms are all among these) can be matched by the change."""
+def may_change(change: Change, terms: frozenset[str], least: int = 0) -> bool:
+    """Whether a memory with these stored terms (and fewest statement words `least`) can be matched by the change."""
     query = pool_query(change)
     held = len(query.counted & terms)
-    return query.required <= terms and held >= query.need and least <= held + query.slack and \
-        (merged or not other_numbers(query, terms))
-
-
-def other_numbers(query: PoolQuery, terms: frozenset[str]) -> bool:
-    """Whether a statement with these terms lacks a number of the change's subject and holds one the change does
-    not name: two notes of different numbers."""
-    return bool(query.own - terms) and bool(_numbers(terms) - query.known)
-
-
-def _without_other_numbers(pool: set[int], query: PoolQuery, by_term) -> set[int]:
-    """The pool's statements other_numbers does not rule out: those holding every number of the change's own,
-    and those whose numbers are all ones the change names (looked up by their set of numbers: a change names
-    few, so its subsets are few). In a store of numbered notes a number is in thousands; a note's own is in one."""
-    known = sorted(query.known)
-    if len(known) > MOST_KNOWN:
-        return pool
-    kept = _all_of(by_term, query.required | query.own)
-    for size in range(len(known) + 1):
-        for numbers in itertools.combinations(known, size):
-            kept |= by_term.get(_numbers_key(frozenset(numbers)), set()) & pool
-    return kept
-
-
-def _numbers_key(numbers: frozenset[str]) -> tuple[str, ...]:
-    """The index entry of a statement's set of numbers (a tuple, apart from the term entries)."""
-    return tuple(sorted(numbers))
+    return query.required <= terms and held >= query.need and least <= held + query.slack
 
 
 @lru_cache(maxsize=1 << 16)
@@ -159,7 +124,6 @@ def changes_over_time(candidates: Sequence[Candidate], similarity: Callable[[Can
         for statement in statements:
             for term in statement & wanted:
                 by_term[term].add(index)
-            by_term[_numbers_key(_numbers(statement))].add(index)
     # Who announces a change of which value of which subject: rival changes are looked up here, not among
     # every memory naming the subject (in a large store that is most of them).
     announcing: dict[tuple[frozenset[str], frozenset[str]], set[int]] = defaultdict(set)
@@ -205,8 +169,6 @@ def _changed_statements(index: int, change: Change, said: str, candidates: Seque
     query = pool_query(change)
     pool = _all_of(by_term, query.required) if query.required else \
         set().union(*(by_term.get(t, set()) for t in query.counted))
-    if query.own and len(pool) > FEW:
-        pool = _without_other_numbers(pool, query, by_term)
     if query.required and query.need:  # and a term it counts (a word of its subject), looked up in the few
         pool = {o for o in pool if any(query.counted & fact.statement for fact, _ in candidates[o].variants)}
     matches = []
@@ -303,10 +265,9 @@ def _named_match(change: Change, statement: frozenset[str], text: str, announcer
     sharing a word of its subject besides, however else each is worded ("Public API rate limit changed from
     100 to 300" / "The public API allows 100 requests"), unless the statement negates where the change does not.
     What is returned: the statement's words the change's text lacks (the more, the less sure)."""
-    if not change.old <= statement:
-        return None  # "prices dropped after the user booked" names no value a flight booking holds
-    if other_numbers(query, statement):
-        return None  # another note: "note 517's detail changed from 417" is not about note 518
+    if not change.old <= statement or not _numbers(change.subject) <= statement:
+        return None  # "prices dropped after the user booked" names no value a flight booking holds; "note 517's
+        # detail changed from 417" is not about note 518
     older, newer = read(text), read(announcer)
     found = weigh(newer, older)
     if change.subject and not set(found.shared) - change.old - change.new:

@@ -166,6 +166,10 @@ class Change:
 class Fact:
     key: frozenset[str]
     change: Change | None
+    # The numbers the key holds, as dedup's first sift over millions of pairs compares them (merges.py): how
+    # many, and a hash of which (0 for none); kept here so that no set of them is made again for each run.
+    number_count: int = 0
+    number_hash: int = 0
 
     @property
     def statement(self) -> frozenset[str]:
@@ -187,7 +191,8 @@ def read_fact(text: str) -> Fact:
     else:
         change = _change(tokens) if kinds & CUE_KINDS else None
     key = _key(tokens, change, kinds)
-    return Fact(key, change)
+    numbers = [term for term in key if term[:1].isdigit()]
+    return Fact(key, change, len(numbers), hash(frozenset(numbers)) if numbers else 0)
 
 
 def is_value(term: str, text: str) -> bool:
@@ -471,7 +476,10 @@ def _change(tokens: list[tuple[str, str, str]]) -> Change | None:
         elif kind == "over":
             replaced = _span(tokens, index + 1, used, whole_clause=True)
             old += replaced
-            new += _span_before(tokens, index, used, len(replaced))
+            if replaced and replaced[0][:1].isdigit():  # "after 24 hours instead of 48": the number before
+                new += _number_before(tokens, index, used)
+            else:
+                new += _span_before(tokens, index, used, len(replaced))
         elif kind in ("with", "by") and _replace_before(tokens, index):
             new += _span(tokens, index + 1, used)
         elif kind == "stop_verb":
@@ -548,6 +556,18 @@ def _span_before(tokens, end: int, used: set[int], count: int) -> list[str]:
         values.append(value)
         used.add(index)
     return values
+
+
+def _number_before(tokens, end: int, used: set[int]) -> list[str]:
+    """The nearest number before `end` in its clause (the value "instead of 48" replaces)."""
+    for index in range(end - 1, -1, -1):
+        kind, value, _ = tokens[index]
+        if kind == "boundary":
+            return []
+        if kind == "num" and index not in used:
+            used.add(index)
+            return [value]
+    return []
 
 
 def _later_clauses(tokens, cue: int, used: set[int]) -> list[str]:

@@ -13,7 +13,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from scipy.sparse import coo_matrix
@@ -30,7 +30,6 @@ from .reading import read
 # restatements is left to the neighbour graph: its pairs are close anyway).
 SAME_FACT_GROUP_LIMIT = 50
 KEY_SLACK = 2
-NO_NUMBERS: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +107,9 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
     complete-link asks it of pairs the search did not return). `connections(ids)`: the edge counts of the
     memories that may merge, when the candidates were read without them (they rank a canonical)."""
     similarity = similarity or _from_pairs(rows, cols, similarities)
-    same_kind = _kinds(candidates)[rows] == _kinds(candidates)[cols]
-    worth = np.flatnonzero(same_kind & _may_merge(candidates, rows, cols, similarities, judge))
+    columns = KeyColumns.of(candidates)
+    same_kind = columns.kind[rows] == columns.kind[cols]
+    worth = np.flatnonzero(_may_merge(columns, rows, cols, similarities, judge))
     joined = np.zeros(rows.size, dtype=bool)
     grey = []
     for k in worth.tolist():
@@ -155,56 +155,46 @@ def _from_pairs(rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray) ->
     return lambda a, b: found.get((min(a, b), max(a, b)), -1.0)
 
 
-def _kinds(candidates: Sequence[Candidate]) -> np.ndarray:
-    """A number per candidate, equal for candidates of one type and scope (only those may merge)."""
-    kinds: dict = {}
-    return np.fromiter((kinds.setdefault((c.type, c.scope), len(kinds)) for c in candidates), np.int64,
-                       len(candidates))
+class KeyColumns(NamedTuple):
+    """What every candidate's fact key shows, as columns: its kind (type and scope: only one kind merges), how
+    many terms, whether negated, whether a plain statement (not a change), and its numbers (how many, a hash of
+    which)."""
+
+    kind: np.ndarray
+    size: np.ndarray
+    negated: np.ndarray
+    plain: np.ndarray
+    number_count: np.ndarray
+    number_hash: np.ndarray
+
+    @classmethod
+    def of(cls, candidates: Sequence[Candidate]) -> KeyColumns:
+        kinds: dict = {}
+        rows = [(kinds.setdefault((c.type, c.scope), len(kinds)), len(c.fact.key), NOT in c.fact.key,
+                 c.fact.change is None, c.fact.number_count, c.fact.number_hash) for c in candidates]
+        columns = list(zip(*rows)) if rows else [()] * 6
+        return cls(*(np.array(column, dtype=dtype) for column, dtype in
+                     zip(columns, (np.int64, np.int64, bool, bool, np.int64, np.int64))))
 
 
-def _may_merge(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray,
+def _may_merge(columns: KeyColumns, rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray,
                judge: PairJudge) -> np.ndarray:
-    """Which pairs the judge could merge, by what every fact key shows at once: similar enough for the fewest
-    words the two keys differ by, the same negation, and (for plain statements) no number on each side that
-    the other lacks. A necessary condition only: the pairs left are judged one by one."""
-    sizes = np.fromiter((len(c.fact.key) for c in candidates), np.int64, len(candidates))
-    negated = np.fromiter((NOT in c.fact.key for c in candidates), bool, len(candidates))
-    # A memory's own text is one of the texts a verdict compares (merges.PairJudge.verdict), so what its key
-    # shows holds whatever was merged into it.
-    plain = np.fromiter((c.fact.change is None for c in candidates), bool, len(candidates))
+    """Which pairs the judge could merge, by what every fact key shows at once: one kind, similar enough for the
+    fewest words the two keys differ by, the same negation, and (for plain statements) no number on each side
+    that the other lacks ("note 517" / "note 518": as many numbers each, not the same ones; a hash collision
+    only lets a pair through to the judge). A necessary condition only: the pairs left are judged one by one.
+    A memory's own text is one of the texts a verdict compares (PairJudge.verdict), so what its key shows
+    holds whatever was merged into it."""
+    c = columns
+    both_plain = c.plain[rows] & c.plain[cols]
     # Keys count a few terms the judge does not (a preference, a number written twice) and the judge joins a few
     # the keys keep apart (compounds, spellings): the bound leaves room for KEY_SLACK of them.
-    apart_words = np.where(plain[rows] & plain[cols], np.abs(sizes[rows] - sizes[cols]), 0)
+    apart_words = np.where(both_plain, np.abs(c.size[rows] - c.size[cols]), 0)
     needed = judge.lowest + judge.least_per_added_term * np.maximum(apart_words - KEY_SLACK, 0)
-    both_plain = plain[rows] & plain[cols]
-    possible = (similarities >= needed) & ((negated[rows] == negated[cols]) | ~both_plain)
-    return possible & ~_numbers_differ(candidates, rows, cols, possible)
-
-
-def _numbers_differ(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray,
-                    asked: np.ndarray) -> np.ndarray:
-    """Pairs of plain statements whose keys hold as many numbers each but not the same ones: each has a number
-    the other lacks, a conflict the judge would find ("note 517" / "note 518")."""
-    signature: dict[frozenset[str], int] = {}
-    ids = np.empty(len(candidates), np.int64)
-    counts = np.empty(len(candidates), np.int64)
-    plain = np.empty(len(candidates), bool)
-    for index, c in enumerate(candidates):
-        numbers = _numbers(c.fact.key)
-        ids[index] = signature.setdefault(numbers, len(signature))
-        counts[index] = len(numbers)
-        plain[index] = c.fact.change is None
-    first, second = rows[asked], cols[asked]
-    differ = np.zeros(rows.size, dtype=bool)
-    differ[asked] = plain[first] & plain[second] & (counts[first] == counts[second]) & (counts[first] > 0) & \
-        (ids[first] != ids[second])
-    return differ
-
-
-@lru_cache(maxsize=1 << 20)
-def _numbers(key: frozenset[str]) -> frozenset[str]:
-    numbers = [t for t in key if t[:1].isdigit()]
-    return frozenset(numbers) if numbers else NO_NUMBERS
+    numbers_differ = both_plain & (c.number_count[rows] == c.number_count[cols]) & (c.number_count[rows] > 0) & \
+        (c.number_hash[rows] != c.number_hash[cols])
+    return (c.kind[rows] == c.kind[cols]) & (similarities >= needed) & \
+        ((c.negated[rows] == c.negated[cols]) | ~both_plain) & ~numbers_differ
 
 
 def complete_link(ordered: list[Candidate], together: Callable[[Candidate, Candidate], bool]) -> list[list[Candidate]]:

@@ -171,19 +171,14 @@ class HygieneStore:
             list(rows), 1000, key="rows")}
 
     def holding(self, rows: Sequence[dict[str, Any]]) -> dict[int, set[str]]:
-        """For each row {key, drive, required, counted, need, slack, own, known} (hygiene.changes.PoolQuery,
-        may_change): the active memories whose stored terms hold every required term and `need` of the counted
-        ones, with no more than `slack` words besides, and unless they stand for merged texts, not a number the
-        change does not know while lacking one of its own; reached through the postings of the `drive` terms
-        (each such memory holds one)."""
+        """For each row {key, drive, required, counted, need, slack} (hygiene.changes.PoolQuery): the active
+        memories whose stored terms hold every required term and `need` of the counted ones, with no more than
+        `slack` words besides; reached through the postings of the `drive` terms (each such memory holds one)."""
         found: dict[int, set[str]] = {}
         for key, memory_id in self.falkor.read_chunks(
                 "UNWIND $rows AS row UNWIND row.drive AS d MATCH (m:Memory) WHERE d IN m.fact_terms "
                 f"AND {ACTIVE_MEMORY} AND {self.scoping.where()} "
                 "AND all(t IN row.required WHERE t IN m.fact_terms) "
-                "AND (all(n IN row.own WHERE n IN m.fact_terms) OR "
-                "all(t IN m.fact_terms WHERE NOT (t >= '0' AND t < ':') OR t IN row.known) OR "
-                "(m)<-[:MERGED_INTO]-()) "
                 "WITH row, m, size([t IN row.counted WHERE t IN m.fact_terms]) AS held "
                 "WHERE held >= row.need AND coalesce(m.fact_least, 0) <= held + row.slack "
                 "RETURN DISTINCT row.key, m.id",

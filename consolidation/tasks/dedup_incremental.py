@@ -447,7 +447,9 @@ def _affected(region: Region, announcers: list[Candidate], exact: list[Candidate
               loose: list[tuple[frozenset[str], str]], changed_announcers: list[Candidate]) -> set[str]:
     """Which of these unchanged announcements match a changed statement (before or after its change), or are
     rivals of a changed announcement (one subject and old value)."""
-    exact_index, loose_index = _term_index(stored_terms(s).terms for s in exact), _term_index(t for t, _ in loose)
+    exact_terms = [frozenset(stored_terms(s).terms) for s in exact]
+    loose_terms = [terms for terms, _ in loose]
+    exact_index, loose_index = _term_index(exact_terms), _term_index(loose_terms)
     rival_keys = {(ch.subject, ch.old) for a in changed_announcers for ch in _changes(a) if ch.old and ch.new}
     affected = set()
     for announcer in announcers:
@@ -456,11 +458,20 @@ def _affected(region: Region, announcers: list[Candidate], exact: list[Candidate
             if (change.subject, change.old) in rival_keys or any(
                     exact[k].scope == announcer.scope and exact[k].id != announcer.id
                     and in_matches(announcer, change, exact[k]) and _maybe_related(region, announcer, exact[k])
-                    for k in _holders(exact_index, query.counted, query.need)) or any(
-                    loose[k][1] == announcer.scope for k in _holders(loose_index, query.counted, query.need)):
+                    for k in _answering(exact_index, exact_terms, query)) or any(
+                    loose[k][1] == announcer.scope for k in _answering(loose_index, loose_terms, query)):
                 affected.add(announcer.id)
                 break
     return affected
+
+
+def _answering(index: dict[str, set[int]], terms: list[frozenset[str]], query) -> set[int]:
+    """The entries whose terms answer a pool query (may_change, but for the numbers): every required term (found
+    through the index), then `need` of the counted ones."""
+    if not query.required:
+        return _holders(index, query.counted, query.need)
+    found = _holders(index, query.required, len(query.required))
+    return {k for k in found if len(query.counted & terms[k]) >= query.need}
 
 
 def _term_index(term_sets: Iterable[Iterable[str]]) -> dict[str, set[int]]:
@@ -496,8 +507,7 @@ def _load_pools(ctx: TaskContext, region: Region, announcers: list[Candidate]) -
         for change in _changes(announcer):
             query = pool_query(change)
             rows.append({"key": len(rows), "required": sorted(query.required), "counted": sorted(query.counted),
-                         "need": query.need, "slack": query.slack, "own": sorted(query.own),
-                         "known": sorted(query.known)})
+                         "need": query.need, "slack": query.slack})
     # How common each term is, judged from the memories read so far: a choice of drive terms, never of answers.
     counts = Counter(t for c in region.loaded.values() for t in stored_terms(c).terms)
     for row in rows:
