@@ -1,1 +1,2 @@
-"""Memory hygiene (pure): reading a text, weighing the evidence of a pair, and the rules for merges and changes."""
+"""Memory hygiene: reading texts, weighing a pair's evidence, deciding, the rules for merges and changes (all
+pure), and the optional model judge of the grey zone (model_judge.py, which calls a chat model)."""

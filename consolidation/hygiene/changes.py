@@ -19,9 +19,9 @@ from typing import NamedTuple
 import numpy as np
 
 from .candidate import Candidate
-from .facts import NOT, PREFER, Change, _stem, is_value
+from .facts import NOT, PREFER, Change, _stem, _tokens, is_value
 from .evidence import weigh
-from .reading import read, spelled
+from .reading import read, spelled, value_class
 
 # A change and the statement it changes must be at least this close to be about one thing at all.
 RELATED_SIMILARITY = 0.5
@@ -251,6 +251,8 @@ def match_change(change: Change, statement: frozenset[str], text: str, announcer
         return None
     if change.new and not added <= change.new or not change.new and len(added) != 1:
         return None
+    if _holds_new_value(change, read(announcer), statement):
+        return None
     replaced = sorted(t for t in dropped - {PREFER} if is_value(t, text))
     if not replaced:
         return None
@@ -272,12 +274,48 @@ def _named_match(change: Change, statement: frozenset[str], text: str, announcer
     found = weigh(newer, older)
     if change.subject and not set(found.shared) - change.old - change.new:
         return None  # the old value alone, about something else
+    if _describes_a_change(change, text):
+        return None  # "its yield went to 4.48 from 4.42", "he said he \"no longer believes\" it": not a value held
+    if not _replaces_in_kind(change, newer) or _holds_new_value(change, newer, statement):
+        return None  # "climbed from the 10th floor to his death" changes no value; a statement that already
+        # holds the new value ("earnings of $73.1M, against $20.8M" / "climbed to $73.1M from $20.8M") is current
     changed = change.old | change.new
     if any(c.first not in changed and c.second not in changed for c in found.conflicts if c.kind != "negation"):
         return None  # another value apart: "backend CI ... instead of Jenkins" / "the frontend CI runs Jenkins"
     if older.negated and not newer.denied & change.old:
         return None  # "deploys do not happen on Tuesday" is not what "moved from Tuesday" changes
     return frozenset(found.only_second) - change.old - {PREFER}
+
+
+def _describes_a_change(change: Change, text: str) -> bool:
+    """Whether an older text itself tells of a change of the old value (it names it after "from"), or of an end
+    (a change that names no new value meets "no longer" / "stopped" there too)."""
+    tokens = _tokens(text)
+    if not change.new and any(kind in ("stop_verb", "no_more") for kind, _, _ in tokens):
+        return True
+    return any(kind == "from" and any(value in change.old for _, value, _ in tokens[index + 1:index + 3])
+               for index, (kind, _, _) in enumerate(tokens))
+
+
+def _values(terms: frozenset[str], reading) -> frozenset[str]:
+    """The terms that are values (numbers, names, days, words of a closed class), units aside (a unit goes with
+    its number)."""
+    return frozenset(t for t in terms if value_class(t, reading) not in (None, "unit"))
+
+
+def _replaces_in_kind(change: Change, newer) -> bool:
+    """Whether the new value may stand where the old one stood: of one class where both have one (a day for a
+    day, not an environment for a day); a change that names no new value ("no longer X") does."""
+    old = {value_class(t, newer) for t in change.old} - {None, "unit", "number"}
+    new = {value_class(t, newer) for t in change.new} - {None, "unit", "number"}
+    return not old or not new or bool(old & new)
+
+
+def _holds_new_value(change: Change, newer, statement: frozenset[str]) -> bool:
+    """Whether an older statement already holds every value the change brings ("earnings of $73.1M, against
+    $20.8M" / "climbed to $73.1M from $20.8M"): it is current, not changed."""
+    brought = _values(change.new - change.old, newer)
+    return bool(brought) and brought <= statement
 
 
 def _rival_changes(index: int, change: Change, candidates: Sequence[Candidate], announcing, related) -> list[int]:
@@ -291,7 +329,7 @@ def _rival_changes(index: int, change: Change, candidates: Sequence[Candidate], 
     for other in pool:
         theirs = [fact.change for fact, _ in candidates[other].variants]
         if not any(c is not None and c.old == change.old and c.subject == change.subject and c.new and
-                   c.new != change.new for c in theirs):
+                   not c.new & change.new for c in theirs):  # another new value, not the same one reworded
             continue
         if (_when(candidates[other]), candidates[other].id) < (_when(announcer), announcer.id) and \
                 related(announcer, candidates[other]):

@@ -53,7 +53,7 @@ UP_VERBS = frozenset("increase increases increased raise raises raised bump bump
 # "lower" and "higher" are left out: "shares close lower" states where a value is, not that it was changed.
 DOWN_VERBS = frozenset("decrease decreases decreased lowered reduce reduces reduced shorten shortens shortened cut "
                        "cuts shrink shrinks shrank halve halved fell fallen".split())
-STOP_VERBS = frozenset("stop stops stopped quit quits dropped ditched abandoned".split())
+STOP_VERBS = frozenset("stop stops stopped quit quits dropped ditched abandoned halts halted halting".split())
 NOW_WORDS = frozenset("now nowadays henceforth".split())
 OVER_WORDS = frozenset("over than versus vs".split())
 UNITS = {
@@ -122,8 +122,8 @@ CUES = ("change", "stop_verb", "now", "no_more", "dated")
 CUE_KINDS = frozenset(CUES)
 CONTENT_KINDS = frozenset(("word", "num", "prefer"))
 # Words whose meaning depends on the word before or after them ("no longer", "as of", "one approval").
-CONTEXT_WORDS = frozenset("no longer anymore more one as starting effective forward instead rather am pm ask asks "
-                          "asked asking".split())
+CONTEXT_WORDS = frozenset("no longer anymore more one as starting effective forward instead rather than am pm ask "
+                          "asks asked asking".split())
 DATE_WORDS = frozenset("""
 january february march april may june july august september october november december jan feb mar apr jun jul aug
 sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday next this
@@ -250,7 +250,7 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
     if "no." in text:
         text = NUMBER_SIGN.sub("number ", text)  # "No. 11" is a number, not a negation
     if ", not " in text:
-        text = CONTRAST.sub(" over ", text)  # "tea, not coffee" is "tea over coffee"
+        text = CONTRAST.sub(" instead of ", text)  # "tea, not coffee" is "tea instead of coffee"
     if "mon" in text:
         text = WORKWEEK.sub("weekdays", text)
     if "'" in text or "’" in text:
@@ -354,7 +354,9 @@ def _classify_verbs_and_relations(word: str, following: str, previous: str) -> l
     if word == "forward" and previous == "going":
         return [("now", CHANGE, "going forward")]
     if word in OVER_WORDS or word == "rather" and following == "than":
-        return [] if word == "rather" else [("over", "", word)]
+        if word == "rather":
+            return []
+        return [("over", "", "rather than" if word == "than" and previous == "rather" else word)]
     if word == "instead":
         return [("over", "", word)] if following == "of" else [("now", CHANGE, word)]
     if word in ("from", "to", "with", "by"):
@@ -473,7 +475,9 @@ def _change(tokens: list[tuple[str, str, str]]) -> Change | None:
             new += _span(tokens, index + 1, used, whole_clause=True)
         elif kind == "to" and _cue_before(kinds, index):
             new += _span(tokens, index + 1, used)
-        elif kind == "over":
+        elif kind == "over" and (tokens[index][2] in ("instead", "rather than") or _preferred_before(tokens, index)):
+            # "instead of", "rather than", and "over" after a preference ("prefers tabs over spaces"); "climbed
+            # over the ledge" replaces nothing
             replaced = _span(tokens, index + 1, used, whole_clause=True)
             old += replaced
             if replaced and replaced[0][:1].isdigit():  # "after 24 hours instead of 48": the number before
@@ -556,6 +560,16 @@ def _span_before(tokens, end: int, used: set[int], count: int) -> list[str]:
         values.append(value)
         used.add(index)
     return values
+
+
+def _preferred_before(tokens, index: int) -> bool:
+    """Whether a preference word comes before this point of its clause."""
+    for kind, _, _ in reversed(tokens[:index]):
+        if kind == "boundary":
+            return False
+        if kind == "prefer":
+            return True
+    return False
 
 
 def _number_before(tokens, end: int, used: set[int]) -> list[str]:

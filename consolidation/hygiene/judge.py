@@ -42,7 +42,7 @@ class Thresholds:
 # for all-MiniLM-L6-v2 vectors (what a client's model is taken to be unless settings say otherwise), and for the
 # built-in embedder's (found by the vectors themselves: see tasks/dedup.py).
 CLIENT_THRESHOLDS = Thresholds(0.75, 0.06, 0.1, 0.95)
-BUILT_IN_THRESHOLDS = Thresholds(0.82, 0.01, 0.2, 0.88)
+BUILT_IN_THRESHOLDS = Thresholds(0.82, 0.0, 0.4, 0.0)
 
 
 @dataclass(frozen=True, slots=True)
