@@ -8,6 +8,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -58,9 +59,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
             store_terms, ctx, candidates, inputs.changes[at], [inputs.stamps[i] for i in at])]
         del inputs, at
         judge = pair_judge(ctx.settings)
-        judged, asked, judge = find_merges(ctx, lambda pair_judge: duplicate_groups(
-            candidates, *pairs, pair_judge, similarity=lambda a, b: exact_cosine(unit, a, b),
-            connections=ctx.hygiene.connections), judge, dry_run)
+        judged, asked, judge = find_merges(ctx, partial(judge_all, ctx, candidates, pairs, unit), judge, dry_run)
         merges = judged.merges
         similar, apart_total = len(pairs.rows), len(judged.kept_apart.rows)
         # Only the report's sample of these is shown: at a million memories each list of pairs is 250 MB.
@@ -100,6 +99,13 @@ def client_thresholds(settings) -> Thresholds:
              "per_added_share": settings.consolidation_dedup_similarity_per_added_share,
              "swapped": settings.consolidation_dedup_swapped_similarity}
     return replace(CLIENT_THRESHOLDS, **{name: value for name, value in given.items() if value is not None})
+
+
+def judge_all(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, unit: np.ndarray,
+              judge: PairJudge) -> Judged:
+    """duplicate_groups over every candidate and similar pair of a full pass."""
+    return duplicate_groups(candidates, *pairs, judge, similarity=lambda a, b: exact_cosine(unit, a, b),
+                            connections=ctx.hygiene.connections)
 
 
 def find_merges(ctx: TaskContext, judged_by: Callable[[PairJudge], Judged], judge: PairJudge,
