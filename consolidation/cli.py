@@ -80,20 +80,27 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 @click.option("--dry-run", is_flag=True, help="Compute and report, write nothing.")
 @click.option("--full-pass", is_flag=True,
               help="every task reads every memory, not what changed (or came due) since its last run.")
+@click.option("--incremental", is_flag=True,
+              help="with --dry-run: preview the next scheduled pass, not the whole store (the default).")
 @click.option("--url", help=URL_HELP)
 @click.option("--graph", help=GRAPH_HELP)
-def consolidate(task: str, dry_run: bool, full_pass: bool, url: str | None, graph: str | None) -> None:
-    """Run consolidation once and print the result as JSON (exit status 1 if a task failed).
+def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, url: str | None,
+                graph: str | None) -> None:
+    """Run consolidation once and print the result as JSON (exit status 1 if a task failed). A dry run
+    previews the whole store unless --incremental asks for the next scheduled pass.
 
     On a terminal, a bar per task on stderr follows the run (with --url, as often as the status is polled).
     """
+    if incremental and (full_pass or not dry_run):
+        raise click.UsageError("--incremental previews the next pass: give it with --dry-run, without --full-pass")
     settings = _settings()
     tasks = list(TASK_NAMES) if task == "full" else [task]
     if url:
         remote = _remote(url, settings, graph)
         try:
             with RunBars(on_terminal(), tasks) as bars:
-                run = remote.consolidate(None if task == "full" else tasks, dry_run, bars.show, full_pass)
+                run = remote.consolidate(None if task == "full" else tasks, dry_run, bars.show, full_pass,
+                                         incremental)
                 bars.show(run)
         except ServiceError as exc:
             raise click.ClickException(exc.detail) from None
@@ -105,7 +112,7 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, url: str | None, grap
     services = _open(settings)
     try:
         engine = _graph(services, graph).engine
-        begun = engine.begin(tasks, dry_run=dry_run, trigger="cli", full=full_pass)
+        begun = engine.begin(tasks, dry_run=dry_run, trigger="cli", full=full_pass, incremental=incremental)
         with RunBars(on_terminal(), tasks, lambda: _state_of(begun)):
             result = engine.execute(begun)
     finally:

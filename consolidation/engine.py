@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 import uuid
@@ -20,6 +18,7 @@ from . import metrics
 from .errors import RunInProgress, StoreUnavailable
 from .heartbeat import Heartbeat
 from .lifecycle import Lifecycle
+from .lifecycle.states import forgetting
 from .heap import collection_paused, release_free_memory
 from .neighbours import NeighbourGraph
 from .passes import INCREMENTAL_TASKS, plan_pass
@@ -27,7 +26,7 @@ from .schedule import due_tasks, next_due
 from .settings import TASK_NAMES, Settings
 from .stores import Stores
 from .stores.changes import CHANGE
-from .stores.control import ControlStore, Watermark
+from .stores.control import ControlStore, Watermark, new_holder
 from .stores.runs import RunStore
 from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
@@ -82,7 +81,7 @@ class ConsolidationEngine:
         self.neighbours = NeighbourGraph(settings)
         # When decay and forget next need each memory (due.py), kept by this process's last pass of each.
         self.dues: dict[str, Dues] = {}
-        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.holder = new_holder()
         self._background: list[threading.Thread] = []
         self._background_lock = threading.Lock()
         self._unrecorded: list[tuple[str, Callable[[], None]]] = []
@@ -91,10 +90,12 @@ class ConsolidationEngine:
     # --- running ---------------------------------------------------------------------------------
 
     def begin(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None = None,
-              full: bool = False) -> Run:
+              full: bool = False, incremental: bool = False) -> Run:
         """Take the run lease and record a new run; RunInProgress if another run holds the lease. `scope`
         limits the run to the memories of one scope (checked before the lease is taken); `full` makes every
-        task a full pass."""
+        task a full pass. A dry run is a preview of the whole store (a full pass) unless it asks for the
+        `incremental` pass the schedule would take next."""
+        full = full or (dry_run and not incremental)
         if scope is not None:
             self.stores.graph.scoping.within(scope)
         run = self._leased_run(tasks, dry_run, trigger)
@@ -121,8 +122,8 @@ class ConsolidationEngine:
         return result
 
     def run(self, tasks: Sequence[str], dry_run: bool = False, trigger: str = "manual",
-            scope: dict[str, str] | None = None, full: bool = False) -> dict[str, Any]:
-        return self.execute(self.begin(tasks, dry_run, trigger, scope, full))
+            scope: dict[str, str] | None = None, full: bool = False, incremental: bool = False) -> dict[str, Any]:
+        return self.execute(self.begin(tasks, dry_run, trigger, scope, full, incremental))
 
     def execute_in_background(self, run: Run) -> threading.Thread:
         """Execute a begun run on its own thread, so an HTTP request can answer at once."""
@@ -143,9 +144,9 @@ class ConsolidationEngine:
         """Compare the stores; a repair holds the run lease so it never races a consolidation's own writes."""
         if not repair:
             self.stores.ensure_ready()
-            return self.lifecycle.reconcile(repair=False)
+            return self.lifecycle.reconcile(repair=False, now=self.clock())
         with self._lease_alone("reconcile"):
-            return self.lifecycle.reconcile(repair=True)
+            return self.lifecycle.reconcile(repair=True, now=self.clock())
 
     def complete_interrupted(self) -> int:
         """Finish deletions and merges a crash left pending, under the run lease: a live forget or dedup
@@ -154,7 +155,7 @@ class ConsolidationEngine:
             return 0
         try:
             with self._lease_alone("recovery"):
-                return self.lifecycle.complete_pending() + len(self.lifecycle.hygiene.complete_pending())
+                return self.lifecycle.complete_pending(self.clock()) + len(self.lifecycle.hygiene.complete_pending())
         except RunInProgress:
             return 0  # the holder (its own task) or a later tick completes them
 
@@ -189,6 +190,9 @@ class ConsolidationEngine:
             "current_run": _public_run(current) if current else None,
             "lease": _public_lease(lease),
             "store_counts": self._counts(),
+            "forgetting": forgetting(self.settings.consolidation_archive_threshold,
+                                     self.settings.consolidation_delete_threshold,
+                                     self.settings.consolidation_forget_interval_seconds),
         }
 
     def schedule(self, status: dict[str, Any] | None = None) -> dict[str, Any]:

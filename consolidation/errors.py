@@ -37,6 +37,13 @@ class NotFound(ServiceError):
     error = "not_found"
 
 
+class Gone(ServiceError):
+    """The thing asked for existed and was deleted; it may still be restorable (the details say until when)."""
+
+    status = 410
+    error = "gone"
+
+
 class RunInProgress(ServiceError):
     """A consolidation run is already going; `run_id` names it."""
 

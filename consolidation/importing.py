@@ -182,8 +182,8 @@ def plan_import(lines: list[ImportLine], stored: dict[str, dict[str, Any]], tomb
                                        "reason": "already stored (an import never overwrites; the stored fields stay)"})
             else:
                 _conflict(report, line, "a memory with other content is stored under this id")
-        elif tombstone is not None and tombstone["state"] == "pending":
-            _conflict(report, line, "this memory is being deleted")
+        elif tombstone is not None and tombstone["state"] in ("pending", "restoring"):
+            _conflict(report, line, f"this memory is being {'deleted' if tombstone['state'] == 'pending' else 'restored'}")
         elif tombstone is not None and not overwrite:
             _conflict(report, line, f"this memory was forgotten at {tombstone['deleted_at']}; "
                                     f"POST /memory/{line.id}/restore brings it back")

@@ -16,7 +16,8 @@ from .importing import (
     shift_times,
 )
 from .lifecycle import Lifecycle
-from .memory import MAX_COUNT, NewMemory, parse_memory, parse_memory_id
+from .lifecycle.states import state_of
+from .memory import NewMemory, parse_memory, parse_memory_id
 from .settings import Settings
 from .stores import Stores
 from .stores.audit import AuditLog
@@ -107,26 +108,25 @@ class MemoryService:
                            f"POST /memory/{memory_id}/restore brings it back")
         if memory_id not in self._write_new([memory]):
             raise Conflict(f"memory {memory_id} already exists")
-        return memory.properties
+        return {**memory.properties, "state": state_of(memory.properties)}
 
     def get(self, memory_id: str) -> dict[str, Any]:
+        """The memory with its state (Gone, with when and why, for a deleted one)."""
         self.stores.ensure_ready()
-        memory = self.stores.graph.get_memory(parse_memory_id(memory_id))
-        if memory is None:
-            raise NotFound(f"memory {memory_id} does not exist")
-        # What hygiene decided about it is always shown, null when nothing.
-        return {**memory, "merged_into": memory.get("merged_into"), "superseded_by": memory.get("superseded_by")}
+        return self.lifecycle.describe(parse_memory_id(memory_id), self.clock(),
+                                       self.settings.consolidation_tombstone_retention_days)
 
     def record_access(self, memory_id: str) -> dict[str, Any]:
         self.stores.ensure_ready()
-        memory = self.stores.graph.record_access(parse_memory_id(memory_id), to_iso(self.clock()), MAX_COUNT)
+        memory = self.lifecycle.record_use(parse_memory_id(memory_id), self.clock())
         if memory is None:
             raise NotFound(f"memory {memory_id} does not exist")
         return memory
 
     def restore(self, memory_id: str) -> dict[str, Any]:
         self.stores.ensure_ready()
-        return self.lifecycle.restore(parse_memory_id(memory_id), self.clock())
+        return self.lifecycle.restore(parse_memory_id(memory_id), self.clock(),
+                                      self.settings.consolidation_restore_hold_days)
 
     def import_jsonl(self, data: bytes, *, shift_to_now: bool = False, overwrite: bool = False,
                      dry_run: bool = False, progress: ImportProgress = no_progress) -> ImportReport:
@@ -155,7 +155,7 @@ class MemoryService:
         total, written = len(plan.create) + len(plan.overwrite), 0
         progress(WRITTEN, 0, total)
         try:
-            self._unmerge([stored[line.id] for line in plan.overwrite])
+            self._unmerge([stored[line.id] for line in plan.overwrite], plan.overwrite)
             for batch in chunked(plan.create, IMPORT_BATCH):
                 created |= self._write_new([line.memory for line in batch])
                 written += len(batch)
@@ -180,14 +180,20 @@ class MemoryService:
             log.warning("memory import overwrote memories count=%d replaced_tombstones=%d", len(overwritten),
                         len(plan.replaces_tombstones))
 
-    def _unmerge(self, replaced: list[dict[str, Any]]) -> None:
+    def _unmerge(self, replaced: list[dict[str, Any]], lines: list[ImportLine]) -> None:
         """Undo the merge of each merged duplicate an overwrite replaces, as a restore does (its edges back, the
         canonical's fields without it): the line is a memory of its own, and a merge left in place would go on
-        lending the canonical its old text, and carry the canonical's supersessions over to it."""
+        lending the canonical its old text, and carry the canonical's supersessions over to it. A memory the
+        line moves to another scope first loses every link to its old one."""
         now = self.clock()
         for memory in replaced:
             if memory.get("merged_into"):
-                self.lifecycle.restore(memory["id"], now)
+                self.lifecycle.restore(memory["id"], now, self.settings.consolidation_restore_hold_days)
+        scopes = self.settings.consolidation_scope_properties
+        moving = [line.id for line, memory in zip(lines, replaced)
+                  if any(memory.get(name) != line.memory.properties.get(name) for name in scopes)]
+        if moving:
+            self.lifecycle.detach_from_scope(moving, now)
 
     def _undo(self, created: set[str], previous: list[dict[str, Any]], vectors: dict[str, np.ndarray]) -> None:
         try:

@@ -193,8 +193,9 @@ def _pairs_of(built: _Built, positions: np.ndarray) -> dict[int, _Left]:
         return {}
     wanted = np.zeros(len(built.position), dtype=bool)
     wanted[positions] = True
-    ends, others, similarities = [], [], []
     pairs = built.pairs
+    # Started empty, of the pairs' own types: a graph with no pair yet has no chunk to add.
+    ends, others, similarities = [pairs.rows[:0]], [pairs.cols[:0]], [pairs.similarities[:0]]
     for start in range(0, pairs.rows.size, UNION_CHUNK):
         rows, cols = pairs.rows[start:start + UNION_CHUNK], pairs.cols[start:start + UNION_CHUNK]
         similarity = pairs.similarities[start:start + UNION_CHUNK]

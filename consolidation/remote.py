@@ -72,9 +72,10 @@ class RemoteService:
         return _merged(written)
 
     def consolidate(self, tasks: list[str] | None, dry_run: bool, progress: Callable[[dict], None],
-                    full_pass: bool = False) -> dict[str, Any]:
+                    full_pass: bool = False, incremental: bool = False) -> dict[str, Any]:
         """Start a run (202) and follow it until it ends; the run's record is the result."""
-        body: dict[str, Any] = {"dry_run": dry_run, **({"full": True} if full_pass else {})}
+        body: dict[str, Any] = {"dry_run": dry_run, **({"full": True} if full_pass else {}),
+                                **({"incremental": True} if incremental else {})}
         if tasks:
             body["task"] = tasks[0]
         started = self._json("POST", "/consolidate", json=body)

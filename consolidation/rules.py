@@ -68,13 +68,22 @@ def forget_decisions(
     types: Sequence[str],
     protected: np.ndarray,
     protected_reasons: Sequence[str | None],
+    *,
+    merged: np.ndarray | None = None,
+    days_held: np.ndarray | None = None,
 ) -> list[ForgetDecision]:
-    """One decision for every memory below a threshold: delete, archive, or protect (with the protection)."""
-    below_delete = relevance < policy.delete_threshold
-    below_archive = (relevance < policy.archive_threshold) & ~archived
+    """One decision for every memory below a threshold: delete, archive, or protect (with the protection).
+    A merged memory is never judged on its own score (it leaves with its canonical); one a restore holds
+    (`days_held` > 0 still) is protected."""
+    count = len(ids)
+    merged = np.zeros(count, bool) if merged is None else merged
+    days_held = np.full(count, np.nan) if days_held is None else days_held
+    below_delete = (relevance < policy.delete_threshold) & ~merged
+    below_archive = (relevance < policy.archive_threshold) & ~archived & ~merged
     decisions = []
     for i in np.flatnonzero(below_delete | below_archive):
-        shield = _protection(policy, age_days[i], importance[i], types[i], protected[i], protected_reasons[i])
+        shield = (f"restored: held {days_held[i]:.1f} more days" if days_held[i] > 0 else
+                  _protection(policy, age_days[i], importance[i], types[i], protected[i], protected_reasons[i]))
         score = float(relevance[i])
         if shield:
             decisions.append(ForgetDecision(ids[i], "protect", shield, score))
@@ -102,11 +111,15 @@ def _protection(policy: ForgetPolicy, age_days, importance, memory_type, protect
 
 
 def forget_due(policy: ForgetPolicy, below_at: np.ndarray, grace_from: np.ndarray, importance: np.ndarray,
-               types: Sequence[str], protected: np.ndarray) -> np.ndarray:
+               types: Sequence[str], protected: np.ndarray, held_until: np.ndarray | None = None) -> np.ndarray:
     """The epoch second each memory could first be forgotten if only time passes (inf: never): when its
-    relevance is below its threshold (`below_at`) and the grace period counted from `grace_from` is over. The
-    protections of _protection that time does not end (flag, importance, type, an unknown age) make it never."""
+    relevance is below its threshold (`below_at`), the grace period counted from `grace_from` is over, and a
+    restore's hold (`held_until`, NaN: none) has ended. The protections of _protection that time does not end
+    (flag, importance, type, an unknown age) make it never."""
     grace_ends = grace_from + policy.grace_period_days * SECONDS_PER_DAY
     for_good = protected | (np.nan_to_num(importance, nan=-1.0) >= policy.protected_importance) | \
         np.fromiter((t in policy.protected_types for t in types), bool, len(types)) | np.isnan(grace_ends)
-    return np.where(for_good, np.inf, np.fmax(below_at, grace_ends))
+    ends = np.fmax(below_at, grace_ends)
+    if held_until is not None:
+        ends = np.fmax(ends, held_until)  # fmax: a NaN (never held) leaves the other
+    return np.where(for_good, np.inf, ends)

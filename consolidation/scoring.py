@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+from .timeutil import SECONDS_PER_DAY, days_between
+
+if TYPE_CHECKING:
+    from .stores.graph import ScoringInputs
 
 AGE_DECAY_PER_DAY = 0.01
 ACCESS_DECAY_PER_DAY = 0.05
@@ -64,6 +72,38 @@ def days_until_below(
                             age_rate + ACCESS_DECAY_PER_DAY * unused)
     days = np.where(while_recent <= recent_ends, while_recent, np.maximum(recent_ends, later))
     return np.where(np.isnan(floor), np.inf, np.where(target > 1.0, 0.0, days))
+
+
+def current_relevance(inputs: ScoringInputs, now: datetime) -> np.ndarray:
+    """The formula applied at `now`; a missing creation time counts as now, a missing access as the creation,
+    and a superseded memory's uses no longer count: it decays as if unused since it was made."""
+    return relevance_scores(**_formula_inputs(inputs, now)[0])
+
+
+def relevance_due(inputs: ScoringInputs, now: datetime, target: np.ndarray) -> np.ndarray:
+    """The epoch second each memory's relevance first falls below `target` if only time passes (inf: never),
+    a second early so rounding never makes it late."""
+    known, (ageing, unused) = _formula_inputs(inputs, now)
+    days = days_until_below(target, ageing=ageing, unused=unused, **known)
+    return now.timestamp() + days * SECONDS_PER_DAY - 1.0
+
+
+def _formula_inputs(inputs: ScoringInputs, now: datetime) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, ...]]:
+    """The formula's inputs at `now`, and whether the age and the days since the last access grow with time (a
+    time taken as `now` stays now)."""
+    unknown_creation = np.isnan(inputs.created)
+    created = np.where(unknown_creation, now.timestamp(), inputs.created)
+    use_unknown = np.isnan(inputs.last_accessed) | inputs.superseded
+    accessed = np.where(use_unknown, created, inputs.last_accessed)
+    known = {
+        "age_days": days_between(created, now),
+        "days_since_access": days_between(accessed, now),
+        "relationship_counts": inputs.relationship_counts,
+        "importance": clean_fraction(inputs.importance, DEFAULT_IMPORTANCE),
+        "confidence": clean_fraction(inputs.confidence, DEFAULT_CONFIDENCE),
+    }
+    ageing = (~unknown_creation).astype(np.float64)
+    return known, (ageing, np.where(use_unknown & unknown_creation, 0.0, 1.0))
 
 
 def _days_to_use_up(room: np.ndarray, rate: np.ndarray) -> np.ndarray:

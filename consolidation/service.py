@@ -10,7 +10,7 @@ from datetime import datetime
 
 from .embedding import Embedder, HashingEmbedder
 from .engine import ConsolidationEngine
-from .errors import GRAPH_HEADER, GraphRequired, InvalidInput, StoreMismatch, UnknownGraph
+from .errors import GRAPH_HEADER, GraphRequired, InvalidInput, StoreMismatch, StoreUnavailable, UnknownGraph
 from .graphs import GRAPH_NAME, GRAPH_NAME_RULE, GraphSelection
 from .heap import bound_arenas
 from .ingest import MemoryChecks, MemoryService
@@ -196,6 +196,12 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
     def build(name: str, connect: Callable[[], Falkor]) -> GraphServices:
         stores = open_stores(settings, name, connect)
         engine = ConsolidationEngine(settings, stores, embedder, summarizer, clock)
+        try:
+            # Deletions and merges a crash interrupted are finished before the graph serves anything.
+            engine.complete_interrupted()
+        except StoreUnavailable:
+            pass  # a store still down: the scheduler's ticks finish them once it answers
+
         memories = MemoryService(settings, stores, embedder, engine.lifecycle, clock)
         return GraphServices(name, stores, engine, memories, InspectionStore(stores.graph.falkor))
 

@@ -21,7 +21,8 @@ MEMORY_PROPERTIES = frozenset({
     "id", "content", "type", "importance", "confidence", "tags", "timestamp", "last_accessed", "access_count",
     "protected", "protected_reason", "embedding", "relevance_score", "archived", "archived_at", "merged_into",
     "superseded_by", "distinct_from", "restored_at", "created_at", "updated_at", "cluster_size", "superseded_at",
-    "change_seq", "fact_terms", "fact_anchors", "fact_least", "fact_stamp",
+    "change_seq", "fact_terms", "fact_anchors", "fact_least", "fact_stamp", "held_until", "archived_reason",
+    "merged_at", "state",
 })
 ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 
@@ -153,6 +154,9 @@ class Settings(BaseModel):
     consolidation_archive_threshold: Fraction = Field(0.0, description="a relevance 0..1 (0 disables)")
     consolidation_delete_threshold: Fraction = Field(0.0, description="a relevance 0..1 (0 disables)")
     consolidation_tombstone_retention_days: float = Field(30.0, ge=0, description="a number of days >= 0")
+    consolidation_restore_hold_days: float = Field(
+        30.0, ge=0, description="a number of days >= 0: how long no automatic run archives, deletes or merges a "
+                                "memory an administrator restored")
 
     # Reports and input limits.
     consolidation_report_limit: int = Field(100, ge=1, le=100000, description="an integer >= 1")

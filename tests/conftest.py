@@ -101,6 +101,23 @@ def add_memory(services, vector=None, **fields) -> str:
     return memory["id"]
 
 
+def add_memories(services, count: int, **fields) -> list[str]:
+    """Write `count` memories with these fields (and random vectors) straight into both stores, in batches."""
+    rng = np.random.default_rng(count)
+    base = {"content": "a memory", "type": "Context", "importance": 0.5, "confidence": 0.5,
+            "timestamp": NOW.isoformat(), "last_accessed": NOW.isoformat(), "access_count": 0,
+            "relevance_score": 0.5, "archived": False, "protected": False, "tags": [], **fields}
+    memories = [{**base, "id": str(uuid.uuid4()), "content": f"{base['content']} {i}"} for i in range(count)]
+    vectors = rng.standard_normal((count, services.settings.vector_size)).astype(np.float32)
+    for start in range(0, count, 5000):
+        part = memories[start:start + 5000]
+        services.stores.vectors.upsert([
+            VectorPoint(m["id"], unit(v), {"relevance_score": m["relevance_score"], "archived": False, "type": m["type"]})
+            for m, v in zip(part, vectors[start:start + 5000])])
+        services.stores.graph.upsert_memories(part)
+    return [m["id"] for m in memories]
+
+
 def link(services, a: str, b: str, relation: str = "RELATES_TO") -> None:
     services.stores.graph.falkor.execute(
         f"MATCH (a:Memory {{id: $a}}), (b:Memory {{id: $b}}) CREATE (a)-[:{relation}]->(b)", {"a": a, "b": b}

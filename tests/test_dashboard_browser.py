@@ -248,7 +248,8 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     latest = call("GET", "/consolidate/runs", params={"limit": 1})["items"][0]
     assert latest["dry_run"] and latest["tasks"] == ["forget"]
     report = call("GET", f"/consolidate/runs/{latest['run_id']}")["result"]["forget"]
-    assert {d["memory_id"]: d["action"] for d in report["decisions"]} == {i: row[1] for i, row in shown.items()}
+    listed = report["decisions"] + report["protections"]
+    assert {d["memory_id"]: d["action"] for d in listed} == {i: row[1] for i, row in shown.items()}
     expected_reasons = {
         "delete": f"< delete threshold {DELETE_BELOW}", "archive": f"< archive threshold {ARCHIVE_BELOW}",
         "protect_type": "type Decision is protected", "protect_importance": "importance 0.90 >= 0.7",
@@ -260,8 +261,15 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     for planted in second["delete"] + second["archive"]:
         assert call("GET", f"/memory/{planted['id']}")["memory"]["archived"] is False
 
-    # Restore a deleted memory from its row; the API then has it back, active.
+    # Look a deleted memory up: the page shows the 410's state and until when it can be restored.
     deleted = service["first"]["deleted"][0]["id"]
+    page.fill("#lookup-id", deleted)
+    page.click("#lookup-form button")
+    page.wait_for_selector("#lookup-facts:not([hidden]) dd")
+    facts = page.inner_text("#lookup-facts")
+    assert "deleted" in facts and "restorable until" in facts
+
+    # Restore a deleted memory from its row; the API then has it back, active.
     page.click('#restorable-kinds button[data-kind="deleted"]')
     page.click(f'#restorable-table button.restore[data-memory-id="{deleted}"]')
     page.wait_for_selector("#restore-message:has-text('Restored')")
@@ -271,9 +279,14 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     assert restored["archived"] is False and restored["content"] == service["first"]["deleted"][0]["content"]
     page.wait_for_function(
         "(id) => !document.querySelector(`#restorable-table button[data-memory-id='${id}']`)", arg=deleted)
+    assert "active, held until" in page.inner_text("#restore-message")
+    page.click("#lookup-form button")
+    page.wait_for_selector("#lookup-facts:has-text('held until')")
+    assert "active" in page.inner_text("#lookup-facts") and "–" not in page.inner_text("#lookup-facts dd:nth-of-type(6)")
 
     assert problems == []
-    assert refused == [(401, "/consolidate/status")]  # the wrong token's sign-in, and nothing else
+    # The wrong token's sign-in, the deleted memory's 410 looked up, and nothing else.
+    assert refused == [(401, "/consolidate/status"), (410, f"/memory/{deleted}")]
     target = request.config.getoption("--dashboard-screenshot")
     page.screenshot(path=str(Path(target) if target else tmp_path / "dashboard.png"), full_page=True)
     page.close()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import math
+from datetime import timedelta
 
 import numpy as np
 import pytest
@@ -201,8 +203,12 @@ def test_a_restore_undoes_a_merge_exactly_and_sticks(services, client, auth, clo
     restored, restored_edges = snapshot(services, duplicate)
     assert restored_edges == duplicate_before[1]
     assert restored["last_accessed"] == restored["restored_at"] == clock().isoformat()  # a use, a fresh grace
-    assert {k: v for k, v in restored.items() if k not in ("last_accessed", "restored_at", "distinct_from")} == \
-        {k: v for k, v in duplicate_before[0].items() if k != "last_accessed"}
+    assert restored["access_count"] == 3 and restored["held_until"] == (clock() + timedelta(days=30)).isoformat()
+    # Rescored at once: an hour old, used now, one edge, importance 0.9: over the cap of 1.
+    assert restored["relevance_score"] == min(1.0, (1 + 0.3 * math.log(2)) * 1.4 * 0.85)
+    changed = ("last_accessed", "restored_at", "distinct_from", "access_count", "held_until", "relevance_score")
+    assert {k: v for k, v in restored.items() if k not in changed} == \
+        {k: v for k, v in duplicate_before[0].items() if k not in changed}
     assert restored["distinct_from"] == [canonical]
     assert services.stores.vectors.payloads([duplicate])[duplicate]["archived"] is False
     assert services.engine.status()["store_counts"]["in_sync"]

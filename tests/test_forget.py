@@ -1,5 +1,8 @@
 """Forgetting on the real stores: protections hold, archive and delete reach both stores, deletions are reversible."""
 
+import math
+from datetime import timedelta
+
 import pytest
 
 from consolidation.service import build_services
@@ -25,7 +28,7 @@ def old(**fields):
 
 
 def decisions_by_id(report):
-    return {d["memory_id"]: d for d in report["decisions"]}
+    return {d["memory_id"]: d for d in report["decisions"] + report["protections"]}
 
 
 def test_irrelevant_memories_are_archived_or_deleted_in_both_stores(forgetful):
@@ -98,10 +101,19 @@ def test_a_deleted_memory_is_restored_with_its_fields_vector_and_surviving_edges
     assert response.status_code == 200, response.json
     assert response.json["edges_restored"] == 1 and response.json["edges_lost"] == 1
     restored = forgetful.stores.graph.get_memory(gone)
-    # Exactly as it was, except that the restore counts as a use and starts a fresh grace period.
-    assert restored["restored_at"] == restored["last_accessed"] == forgetful.engine.clock().isoformat()
-    assert {k: v for k, v in restored.items() if k not in ("restored_at", "last_accessed")} == \
-        {k: v for k, v in original.items() if k != "last_accessed"}
+    # Exactly as it was, except that the restore counts as a use, starts a fresh grace period, holds it for
+    # the restore hold (30 days by default) and rescores it at once: 400 days old, used now, one edge,
+    # importance 0.3, confidence 0.5.
+    now = forgetful.engine.clock()
+    assert restored["restored_at"] == restored["last_accessed"] == now.isoformat()
+    assert restored["held_until"] == (now + timedelta(days=30)).isoformat()
+    assert restored["access_count"] == 8
+    expected = math.exp(-0.01 * 400) * 1.0 * (1 + 0.3 * math.log(2)) * (0.5 + 0.3) * (0.7 + 0.3 * 0.5)
+    assert restored["relevance_score"] == pytest.approx(expected, rel=1e-9)
+    assert forgetful.stores.vectors.payloads([gone])[gone]["relevance_score"] == pytest.approx(expected, rel=1e-6)
+    changed = ("restored_at", "last_accessed", "held_until", "access_count", "relevance_score")
+    assert {k: v for k, v in restored.items() if k not in changed} == \
+        {k: v for k, v in original.items() if k not in changed}
     _, vector_after = forgetful.stores.vectors.vectors([gone])
     assert vector_after[0] == pytest.approx(vector_before[0], abs=1e-6)
     rows = forgetful.stores.graph.falkor.execute(

@@ -95,7 +95,7 @@ def test_a_forgotten_memory_is_not_brought_back_by_an_import(client, auth, servi
     assert answer.status_code == 409 and f"/memory/{memory_id}/restore" in answer.json["conflicts"][0]["reason"]
     assert client.post("/memory", json={"id": memory_id, "content": "an old fact"}, headers=auth).status_code == 409
     assert services.stores.graph.get_memory(memory_id) is None
-    assert services.engine.lifecycle.tombstones.latest_deleted(memory_id) is not None
+    assert services.engine.lifecycle.tombstones.latest(memory_id)["state"] == "deleted"
     assert client.post(f"/memory/{memory_id}/restore", headers=auth).status_code == 200
 
 
@@ -109,7 +109,7 @@ def test_an_admin_overwrite_replaces_is_audited_and_retires_the_tombstone(client
     assert (answer.json["created"], answer.json["overwritten"]) == (1, 1)
     replaced = services.stores.graph.get_memory(other)
     assert replaced["content"] == "after" and replaced["access_count"] == 0
-    assert services.engine.lifecycle.tombstones.latest_deleted(memory_id) is None  # no longer stands for it
+    assert services.engine.lifecycle.tombstones.latest(memory_id) is None  # no longer stands for it
     assert client.post(f"/memory/{memory_id}/restore", headers=auth).status_code == 409
     [entry] = services.memories.audit.recent()
     assert entry["action"] == "import_overwrite" and entry["details"]["overwritten"] == [other]

@@ -348,7 +348,7 @@ def test_only_a_successful_whole_graph_real_run_moves_the_watermark(scoped, monk
     late = add_memory(scoped, vector=vector_at(0.97, axis(0), axis(1)), content="we chose sentry for error tracking!",
                       type="Decision", user_id="u1")
 
-    dry = dedup_report(scoped, dry_run=True)
+    dry = dedup_report(scoped, dry_run=True, incremental=True)
     assert dry["pass"] == "incremental" and dry["merged"] == 1 and dry["memories_changed"] == 1
     assert control(scoped)["watermark_dedup"] == mark
 
@@ -477,7 +477,7 @@ def test_a_memory_another_program_wrote_counts_as_changed_until_a_run_marks_it(w
         "CREATE (:Memory {id: $id, content: 'we chose sentry for error tracking!', type: 'Decision', "
         "timestamp: $now})", {"id": foreign, "now": NOW.isoformat()})
 
-    preview = dedup_report(wide, dry_run=True)
+    preview = dedup_report(wide, dry_run=True, incremental=True)
     assert preview["pass"] == "incremental" and preview["memories_changed"] == 1 and preview["merged"] == 1
     report = dedup_report(wide)
     assert report["merges"][0]["duplicates"] == [foreign] and report["merges"][0]["into"] == kept

@@ -64,7 +64,11 @@ class Scenario:
         s, ids = self.services, self.ids
         clock.advance(hours=BETWEEN.total_seconds() / 3600)
         ids["new"] = add_memory(s, timestamp=clock().isoformat(), last_accessed=clock().isoformat())
-        s.memories.record_access(ids["used"])  # a use: no change marker
+        # A use as another program (AutoMem's recall) records it: no change marker, and no new score (a use
+        # through this service's API rescores the memory at once).
+        s.stores.graph.falkor.execute("MATCH (m:Memory {id: $id}) SET m.last_accessed = $at, "
+                                      "m.access_count = coalesce(m.access_count, 0) + 1",
+                                      {"id": ids["used"], "at": clock().isoformat()})
         s.stores.graph.create_associations("DISCOVERED", [{"a": ids["a"], "b": ids["b"], "props": {}}])  # touched
         assert s.engine.lifecycle.delete({ids["doomed"]: "test"}, clock()) == 1  # the neighbour loses its edge
         s.stores.graph.upsert_memories([{"id": ids["lowered"], "importance": 0.0}])  # 0.3 -> 0.15: changed

@@ -155,6 +155,14 @@ def state(services) -> dict:
             "edges": {(members.get(a, a), relation, members.get(b, b)) for a, relation, b in edges}}
 
 
+def differences(fast: dict, slow: dict) -> list:
+    """What differs between two states, memory by memory and edge by edge (a short failure message)."""
+    ids = set(fast["memories"]) | set(slow["memories"])
+    found = [(i, fast["memories"].get(i), slow["memories"].get(i)) for i in sorted(ids)
+             if fast["memories"].get(i) != slow["memories"].get(i)]
+    return found + sorted(fast["edges"] ^ slow["edges"], key=str)
+
+
 @pytest.mark.parametrize("seed, scoped", [(4, False), (3, True), (9, True), (10, False)])
 def test_incremental_passes_keep_the_state_full_passes_reach(tmp_path, seed, scoped):
     clock = Clock()
@@ -203,7 +211,7 @@ def test_incremental_passes_keep_the_state_full_passes_reach(tmp_path, seed, sco
             fast = incremental.engine.run(TASKS)["results"]
             full.engine.run(TASKS, full=True)
             assert {fast[task]["pass"] for task in TASKS} == {"incremental"}
-            assert state(incremental) == state(full), f"step {step}"
+            assert state(incremental) == state(full), f"step {step}: {differences(state(incremental), state(full))}"
     finally:
         for services in twins:
             services.close()

@@ -24,10 +24,10 @@ def test_a_memory_is_stored_with_defaults_and_a_built_in_embedding(client, auth,
     assert memory["importance"] == 0.5 and memory["confidence"] == 0.5 and memory["access_count"] == 0
     assert memory["timestamp"] == NOW.isoformat() and memory["last_accessed"] == NOW.isoformat()
     assert memory["relevance_score"] == pytest.approx(0.85)  # fresh: 1 * 1 * 1 * 1.0 * 0.85
-    assert memory["archived"] is False and memory["tags"] == ["ui"]
+    assert memory["archived"] is False and memory["tags"] == ["ui"] and memory["state"] == "active"
     fetched = client.get(f"/memory/{memory['id']}", headers=auth).json["memory"]
     assert fetched == {**{k: v for k, v in memory.items() if v is not None}, "merged_into": None,
-                       "superseded_by": None}
+                       "superseded_by": None, "held_until": None}
     ids, vectors = services.stores.vectors.vectors([memory["id"]])
     assert ids == [memory["id"]] and np.linalg.norm(vectors[0]) == pytest.approx(1.0, abs=1e-5)
 

@@ -188,9 +188,10 @@ def test_restorable_lists_archived_merged_and_deleted_memories_until_restored(fo
 
     (archived,) = listed("archived")["items"]
     assert archived["memory_id"] == faded and archived["since"] == forgetful.engine.clock().isoformat()
+    assert archived["reason"].startswith("relevance 0.1") and archived["reason"].endswith("< archive threshold 0.2")
     (merged,) = listed("merged")["items"]
     assert merged["memory_id"] == duplicate and merged["merged_into"] == canonical
-    assert merged["reason"] == f"merged into {canonical}"
+    assert merged["reason"] == f"merged into {canonical}: 'Use Redis for session caching'"
     (deleted,) = listed("deleted")["items"]
     assert deleted["memory_id"] == gone and deleted["reason"].startswith("relevance 0.0000 < delete threshold")
     assert deleted["content"] == ("gone " + "x" * 400)[:280] and deleted["type"] == "Context"

@@ -65,9 +65,15 @@ def test_request_models_are_the_ones_the_routes_validate(client):
         return schemas[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
 
     consolidate = body_schema("/consolidate")
-    assert set(consolidate["properties"]) == {"task", "mode", "dry_run", "full", "wait", "scope"}
+    assert set(consolidate["properties"]) == {"task", "mode", "dry_run", "full", "incremental", "wait", "scope"}
     assert consolidate["additionalProperties"] is False
     assert document["paths"]["/consolidate"]["post"]["requestBody"]["required"] is False
+    # A deleted memory is gone, not missing: its 410 names its state and until when it can be restored.
+    gone = document["paths"]["/memory/{memory_id}"]["get"]["responses"]["410"]["content"]["application/json"]
+    deleted = schemas[gone["schema"]["$ref"].rsplit("/", 1)[1]]
+    assert {"state", "deleted_at", "reason", "restorable_until"} <= set(deleted["properties"])
+    stored = schemas["StoredMemory"]["properties"]
+    assert {"state", "held_until"} <= set(stored)
     memory = body_schema("/memory")
     assert memory["required"] == ["content"] and memory["additionalProperties"] is False
     assert memory["properties"]["importance"]["anyOf"][0] == {"type": "number", "minimum": 0, "maximum": 1}

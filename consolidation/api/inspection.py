@@ -117,11 +117,14 @@ class MergeEntry(BaseModel):
     duplicate_content: str | None = Field(description=f"its first {PREVIEW_CHARS} characters")
     canonical_id: str
     canonical_content: str | None
-    state: Literal["pending", "done", "restored"]
+    state: Literal["pending", "done", "restoring", "restored", "deleted"] = Field(
+        description="the duplicate's state: done (merged), deleted (left with its canonical, restorable from its "
+                    "tombstone), restored; pending / restoring while written")
     similarity: float | None
     reason: str | None
     merged_at: str | None
     restored_at: str | None
+    deleted_at: str | None = None
 
 
 class MergePage(PageInfo):

@@ -9,7 +9,7 @@ from ..memory import ImportedMemoryFields, MemoryFields
 from .auth import is_admin, require_admin, require_token
 from .context import graph, graph_to_write, services
 from .errors import error_response
-from .models import ErrorBody, ImportQuery, ImportRefused, ImportReport, MemoryAnswer, Restored
+from .models import DeletedMemory, ErrorBody, ImportQuery, ImportRefused, ImportReport, MemoryAnswer, Restored
 from .openapi import ADMIN, addresses_graph, TOKEN, amend, answers, api, uuid_in_path
 
 blueprint = addresses_graph(Blueprint("memories", __name__))
@@ -70,10 +70,11 @@ def import_memories(query: ImportQuery):
 
 @blueprint.get("/memory/<memory_id>")
 @require_token
-@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), **TOKEN_ROUTE)
+@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody, HTTP_410=DeletedMemory), **TOKEN_ROUTE)
 @amend(MEMORY_ID)
 def get_memory(memory_id: str):
-    """Every stored field, relevance_score included, archived memories too."""
+    """Every stored field with the memory's state (active, archived, merged) and held_until; 410 with
+    deleted_at, reason and restorable_until for a deleted memory."""
     return jsonify({"memory": graph().memories.get(memory_id)})
 
 
@@ -82,7 +83,7 @@ def get_memory(memory_id: str):
 @api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), **TOKEN_ROUTE)
 @amend(MEMORY_ID)
 def record_access(memory_id: str):
-    """Record a use: last_accessed = now, access_count + 1."""
+    """Record a use: last_accessed = now, access_count + 1, relevance_score recomputed."""
     return jsonify({"memory": graph().memories.record_access(memory_id)})
 
 
@@ -92,5 +93,7 @@ def record_access(memory_id: str):
               tags=["memories"])
 @amend(MEMORY_ID)
 def restore_memory(memory_id: str):
-    """Bring back an archived, deleted (from its tombstone, with its edges) or merged memory."""
+    """Bring back an archived, deleted (from its tombstone, with its edges) or merged memory as an active one,
+    counted as a use and held from every automatic archive, delete and merge until held_until (409 if it is
+    active, or another restore of it is under way)."""
     return jsonify(graph().memories.restore(memory_id))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, RootModel, ValidationInfo, field_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, RootModel, ValidationInfo, field_validator,
+                      model_validator)
 
 from ..memory import Fraction
 from ..settings import TASK_NAMES
@@ -29,12 +30,20 @@ class ConsolidateRequest(Strict):
     dry_run: bool = Field(False, description="report what would change, write nothing")
     full: bool = Field(False, description="every task reads every memory (a full pass) instead of what changed "
                                           "(or came due) since its last run (see CONSOLIDATION_FULL_PASS_INTERVAL_"
-                                          "SECONDS)")
+                                          "SECONDS); a dry run is a full pass unless it asks for incremental")
+    incremental: bool = Field(False, description="dry run only: preview the next scheduled pass (what changed or "
+                                                 "came due) instead of the whole store")
     wait: bool = Field(False, description="answer 200 with the result when done, instead of 202 at once")
     scope: dict[str, str | None] | None = Field(
         None, description="run one scope alone: a value for each of CONSOLIDATION_SCOPE_PROPERTIES, e.g. "
                           '{"user_id": "u-17"} (null: the memories without that property); the schedule '
                           "(last_<task>) is left to whole-graph runs")
+
+    @model_validator(mode="after")
+    def _one_pass(self) -> ConsolidateRequest:
+        if self.incremental and (self.full or not self.dry_run):
+            raise ValueError("incremental previews the next pass: it goes with dry_run=true, without full")
+        return self
 
     @field_validator("mode")
     @classmethod
@@ -199,6 +208,16 @@ class GraphSchedule(BaseModel):
     current_run: dict[str, str | None] | None
 
 
+class Forgetting(BaseModel):
+    """Whether forget archives or deletes anything (off by default: both thresholds 0), and how to change it."""
+
+    enabled: bool
+    archive_threshold: float
+    delete_threshold: float
+    scheduled: bool = Field(description="on and given an interval (CONSOLIDATION_FORGET_INTERVAL_SECONDS)")
+    note: str = Field(description='e.g. "off: set CONSOLIDATION_ARCHIVE_THRESHOLD / _DELETE_THRESHOLD"')
+
+
 class Status(BaseModel):
     """GET /consolidate/status: the addressed graph's last successes, next due times, history, current run and
     store counts; every served graph's schedule; this process's scheduler. With several graphs and no default,
@@ -215,6 +234,7 @@ class Status(BaseModel):
     current_run: RunRecord | None = None
     lease: Lease | None = None
     store_counts: StoreCounts | None = None
+    forgetting: Forgetting | None = None
     graphs: list[GraphSchedule]
     scheduler: SchedulerState
 
@@ -227,6 +247,9 @@ class ReconcileReport(BaseModel):
     vectors_without_nodes: list[str]
     vectors_without_nodes_total: int
     interrupted_deletions_completed: int
+    pending_deletions: int = Field(description="deletions under way or left by a crash (not orphans: a forget "
+                                               "or the restart completes them)")
+    pending_merges: int = Field(description="merges under way or left by a crash")
     repaired: bool
 
 
@@ -253,14 +276,32 @@ class StoredMemory(BaseModel):
     archived_at: str | None = None
     merged_into: str | None = None
     superseded_by: str | None = None
+    state: Literal["active", "archived", "merged"] | None = Field(
+        None, description="active; archived (out of recall); merged (into merged_into, archived too). A deleted "
+                          "memory answers 410 instead")
+    held_until: str | None = Field(None, description="after a restore: until when no automatic run archives, "
+                                                     "deletes or merges it")
 
 
 class MemoryAnswer(BaseModel):
     memory: StoredMemory
 
 
+class DeletedMemory(ErrorBody):
+    """410: the memory was deleted; its tombstone can bring it back until restorable_until."""
+
+    state: Literal["deleted"]
+    deleted_at: str
+    reason: str | None = None
+    restorable_until: str
+    deletion: Literal["pending", "deleted", "restoring"] = Field(
+        description="deleted; pending while the deletion finishes; restoring while a restore is under way")
+
+
 class Restored(BaseModel):
     memory_id: str
+    state: Literal["active"] = Field(description="what it is after the restore")
+    held_until: str = Field(description="until when no automatic run archives, deletes or merges it")
     restored_from: Literal["archive", "tombstone", "merge"]
     edges_restored: int
     edges_lost: int | None = Field(None, description="edges whose other end is gone (tombstone restores)")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,9 +94,15 @@ class ControlStore:
     # --- the lease: who may run consolidation now -------------------------------------------------------
 
     def acquire_lease(self, holder: str, run_id: str, task: str | None, ttl: float) -> Lease | None:
-        """Take the lease if it is free, expired, or already ours; None if someone else holds it."""
+        """Take the lease if it is free, expired, already ours, or held by a process of this host that no
+        longer exists (a crash: waiting for the expiry would only delay recovery); None if someone else
+        holds it."""
         self.ensure()
         expires_at = LEASE.take(self.falkor, run_id, ttl, holder=holder, task=task)
+        if expires_at is None:
+            current = self.current_lease()
+            if current is not None and holder_is_gone(current.holder):
+                expires_at = LEASE.take(self.falkor, run_id, ttl, previous=current.run_id, holder=holder, task=task)
         return Lease(holder, run_id, task, expires_at) if expires_at is not None else None
 
     def renew_lease(self, run_id: str, task: str | None, ttl: float) -> bool:
@@ -144,15 +153,18 @@ class Claim:
     key: str
     fields: tuple[str, ...]
 
-    def take(self, falkor: Falkor, owner: str, ttl: float, **values: Any) -> float | None:
-        """Take the claim if free, expired or already the owner's; its expiry (epoch seconds) or None."""
+    def take(self, falkor: Falkor, owner: str, ttl: float, previous: str | None = None,
+             **values: Any) -> float | None:
+        """Take the claim if free, expired, already the owner's, or still the `previous` owner's (one known
+        to be dead); its expiry (epoch seconds) or None."""
         p = self.prefix
         assigned = ", ".join(f"c.{p}_{name} = ${name}" for name in self.fields)
         rows = falkor.execute(
             f"MATCH {CONTROL} WITH c, timestamp() / 1000.0 AS now "
-            f"WHERE c.{p}_expires_at IS NULL OR c.{p}_expires_at < now OR c.{p}_{self.key} = $owner "
+            f"WHERE c.{p}_expires_at IS NULL OR c.{p}_expires_at < now OR c.{p}_{self.key} IN [$owner, $previous] "
             f"SET c.{p}_{self.key} = $owner, {assigned}, c.{p}_expires_at = now + $ttl RETURN c.{p}_expires_at",
-            {**{name: values.get(name) for name in self.fields}, "owner": owner, "ttl": float(ttl)},
+            {**{name: values.get(name) for name in self.fields}, "owner": owner, "previous": previous,
+             "ttl": float(ttl)},
         )
         return float(rows[0][0]) if rows else None
 
@@ -172,6 +184,45 @@ class Claim:
 
 
 LEASE = Claim("lease", "run_id", ("holder", "task"))
+
+# The holders this process made and still uses (an engine per graph): one of our pid not among them was an
+# earlier process with the same pid (a container restarted), so it is gone.
+_LIVE_HOLDERS: set[str] = set()
+
+
+def new_holder() -> str:
+    """A name for a lease holder of this process: host, pid and a random part."""
+    holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+    _LIVE_HOLDERS.add(holder)
+    return holder
+
+
+def holder_is_gone(holder: str | None) -> bool:
+    """Whether a lease holder was a process of this host that no longer exists. A holder on another host, or
+    one whose name cannot be read, is never judged gone here: its lease ends by expiry."""
+    host, _, rest = (holder or "").partition(":")
+    pid_text = rest.partition(":")[0]
+    if host != socket.gethostname() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return holder not in _LIVE_HOLDERS
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # a process of another user has the pid: alive, as far as we can tell
+    return _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """A process killed but not yet reaped by its parent still has its pid: it is gone all the same."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 BINDING = Claim("vectors", "store_id", ("holder",))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +27,8 @@ ACTIVE_MEMORY = f"{ACTIVE} AND {NOT_SUMMARY}"  # an active memory, not a summary
 RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 DEGREE = "indegree(m) + outdegree(m)"
 SUPERSEDED = "m.superseded_by IS NOT NULL"
+SCORING_COLUMNS = (f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
+                   f"{DEGREE}, {SUPERSEDED}")
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
 # What an incremental decay or forget reads besides the memories due and touched: the condition, the Lookup field
 # bound to it (as the parameter of that name), and whether an index serves it (else a scan of every memory that
@@ -77,6 +79,8 @@ class ForgetInputs:
     protected: np.ndarray
     protected_reasons: list[str | None]
     restored: np.ndarray  # epoch seconds of the last restore (a fresh grace period), NaN if never
+    merged: np.ndarray  # merged into another memory: it leaves with its canonical, never on its own score
+    held_until: np.ndarray  # epoch seconds until which a restore holds it, NaN if never restored
 
 
 @dataclass(frozen=True)
@@ -243,10 +247,13 @@ class GraphStore:
         if importance_threshold is not None:
             where += " AND coalesce(m.importance, 0.5) >= $threshold"
             params["threshold"] = importance_threshold
-        columns = self._memories(
-            where, f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
-            f"{DEGREE}, {SUPERSEDED}", params, lookup)
-        return _scoring_inputs(columns)
+        return _scoring_inputs(self._memories(where, SCORING_COLUMNS, params, lookup))
+
+    def scoring_inputs_of(self, ids: Sequence[str]) -> ScoringInputs:
+        """scoring_inputs for these memories, whatever their state."""
+        rows = self.falkor.read_chunks(f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN {SCORING_COLUMNS}",
+                                       list(ids), 5000)
+        return _scoring_inputs([list(column) for column in zip(*rows)])
 
     def _memories(self, where: str, returns: str, params: dict[str, Any], lookup: Lookup | None) -> list[list[Any]]:
         """`returns` (starting with m.id, id(m)) as columns for the memories matching `where`: every one, or
@@ -444,14 +451,14 @@ class GraphStore:
     # --- forgetting ------------------------------------------------------------------------------
 
     def forget_inputs(self, lookup: Lookup | None = None) -> ForgetInputs:
-        """Every memory, archived ones too (or those the lookup names), with what the forgetting rules look at."""
+        """Every memory, archived and merged ones too (or those the lookup names), with what the forgetting
+        rules look at."""
         columns = self._memories(
-            self.scoping.where(), "m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
-            f"{DEGREE}, {SUPERSEDED}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at",
-            self.scoping.params(), lookup)
+            self.scoping.where(), f"{SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, "
+            "m.restored_at, m.merged_into IS NOT NULL, m.held_until", self.scoping.params(), lookup)
         if not columns:
-            empty = np.zeros(0)
-            return ForgetInputs(_scoring_inputs([]), np.zeros(0, bool), [], np.zeros(0, bool), [], empty)
+            empty, none = np.zeros(0), np.zeros(0, bool)
+            return ForgetInputs(_scoring_inputs([]), none, [], none, [], empty, none, empty)
         return ForgetInputs(
             scoring=_scoring_inputs(columns[:9]),
             archived=booleans(columns[9]),
@@ -459,22 +466,49 @@ class GraphStore:
             protected=booleans(columns[11]),
             protected_reasons=list(columns[12]),
             restored=epoch_seconds(columns[13]),
+            merged=booleans(columns[14]),
+            held_until=epoch_seconds(columns[15]),
         )
 
-    def archive(self, ids: Sequence[str], archived_at: str) -> None:
+    def archive(self, ids: Sequence[str], archived_at: str, reasons: Mapping[str, str] | None = None) -> None:
+        """Archive these memories, each with the reason it was archived for (when given)."""
+        reasons = reasons or {}
         self.falkor.write_chunks(
-            NEXT_CHANGE + f"UNWIND $rows AS id MATCH (m:Memory {{id: id}}) SET m.archived = true, "
-            f"m.archived_at = $at, {STAMP}",
-            list(ids),
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (m:Memory {id: row[0]}) SET m.archived = true, "
+            f"m.archived_at = $at, m.archived_reason = row[1], {STAMP}",
+            [[memory_id, reasons.get(memory_id)] for memory_id in ids],
             at=archived_at,
         )
 
-    def unarchive(self, memory_id: str, restored_at: str) -> None:
-        """Back from the archive; the restore counts as a use and starts a fresh grace period."""
-        self.falkor.execute(
-            NEXT_CHANGE + "MATCH (m:Memory {id: $id}) SET m.archived = false, m.archived_at = null, "
-            f"m.last_accessed = $at, m.restored_at = $at, {STAMP}", {"id": memory_id, "at": restored_at}
+    def unarchive(self, memory_id: str, restored_at: str) -> bool:
+        """Back from the archive (False: it was not archived, or is merged; another request restored it)."""
+        rows = self.falkor.execute(
+            NEXT_CHANGE + "MATCH (m:Memory {id: $id}) WHERE m.archived = true AND m.merged_into IS NULL "
+            "SET m.archived = false, m.archived_at = null, m.archived_reason = null, "
+            f"m.last_accessed = $at, m.restored_at = $at, {STAMP} RETURN m.id", {"id": memory_id, "at": restored_at}
         )
+        return bool(rows)
+
+    def hold_as_used(self, memory_id: str, at: str, until: str, most_uses: int) -> None:
+        """A restore: one more use now, and held from automatic archive, delete and merge until `until`."""
+        self.falkor.execute(
+            NEXT_CHANGE + "MATCH (m:Memory {id: $id}) SET m.last_accessed = $at, m.restored_at = $at, "
+            "m.held_until = $until, m.access_count = CASE WHEN coalesce(m.access_count, 0) < $most "
+            f"THEN coalesce(m.access_count, 0) + 1 ELSE m.access_count END, {STAMP}",
+            {"id": memory_id, "at": at, "until": until, "most": most_uses})
+
+    def unlink(self, ids: Sequence[str]) -> None:
+        """Remove every edge between these memories and other memories, and the superseded_by marks the
+        SUPERSEDES edges among them stood for."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS id MATCH (:Memory {id: id})-[:SUPERSEDES]->(o:Memory) WHERE o.superseded_by = id "
+            "SET o.superseded_by = null, o.superseded_at = null", list(ids))
+        self.falkor.write_chunks(
+            "UNWIND $rows AS id MATCH (m:Memory {id: id}) SET m.superseded_by = null, m.superseded_at = null",
+            list(ids))
+        self.falkor.write_chunks(
+            NEXT_CHANGE + "UNWIND $rows AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) DELETE r "
+            f"{touched(ids_of('m', 'o'))}", list(ids))
 
 
 def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:

@@ -28,7 +28,7 @@ CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed",
 # memories that may merge (counting every memory's edges is a third of reading them all).
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp, "
-                 f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}'")
+                 f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}', m.held_until")
 TERM_LOOKUP_CHUNK = 200
 INPUT_CHUNK = 2000  # memories whose inputs (texts among them) one read query returns
 # Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
@@ -54,6 +54,12 @@ class HygieneInputs:
     changes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # change numbers, NaN when unmarked
     stamps: list[str | None] = field(default_factory=list)  # what the stored fact terms were read from
     built_in: list[bool] = field(default_factory=list)  # whether the built-in embedder made the vector
+    held_until: list[str | None] = field(default_factory=list)  # until when a restore holds it (ISO)
+
+    def holding(self, now: str) -> HygieneInputs:
+        """These inputs with every memory a restore still holds counted as protected: never merged away."""
+        self.protected = [p or (h is not None and str(h) > now) for p, h in zip(self.protected, self.held_until)]
+        return self
 
 
 @dataclass
@@ -243,8 +249,11 @@ class HygieneStore:
         return {row[0]: dict(zip(CANONICAL_FIELDS, row[1:])) for row in rows}
 
     def has_pending(self) -> bool:
+        return self.pending_count() > 0
+
+    def pending_count(self) -> int:
         rows = self.falkor.execute("MATCH (r:MergeRecord {state: 'pending'}) RETURN count(r)", read_only=True)
-        return bool(rows and int(rows[0][0]))
+        return int(rows[0][0]) if rows else 0
 
     def complete_pending(self) -> list[str]:
         """Apply the merges a crash left recorded but unfinished; returns their duplicates' ids."""
@@ -302,31 +311,58 @@ class HygieneStore:
     # --- undoing a merge ---------------------------------------------------------------------------------------
 
     def restore(self, duplicate_id: str, at: str) -> dict[str, Any] | None:
-        """Undo the merge of one duplicate: its properties and edges back, the edges it lent the canonical
-        gone, the canonical's fields as they would be without it. None if no merge of it is on record."""
-        found = self._records("r.duplicate_id = $id AND r.state = 'done'", {"id": duplicate_id})
-        if not found:
+        """Undo the merge of one duplicate still stored: its properties and edges back, the edges it lent the
+        canonical gone, the canonical's fields as they would be without it. None if no merge of it is on
+        record; Conflict if another restore claimed it first."""
+        record = self.claim("done", duplicate_id, at)
+        if record is None:
             return None
-        record = max(found, key=lambda r: r["merged_at"])
-        canonical_id = record["canonical_id"]
-        others = self._records("r.group_id = $group AND r.state = 'done' AND r.duplicate_id <> $id",
-                               {"group": record["group_id"], "id": duplicate_id})
+        self.falkor.execute("MATCH (d:Memory {id: $id})-[r:MERGED_INTO]->() DELETE r", {"id": duplicate_id})
+        props = unmerged_properties(record["duplicate"]["properties"], record["canonical_id"], at)
+        self.falkor.execute(NEXT_CHANGE + f"MATCH (d:Memory {{id: $id}}) SET d = $props SET d.{CHANGE} = change",
+                            {"id": duplicate_id, "props": props})
+        edges = restore_edges(self.falkor, duplicate_id, record["duplicate"]["edges"])
+        self.settle_restored(record, at)
+        return {"canonical_id": record["canonical_id"], "edges_restored": edges, "memory": props}
+
+    def claim(self, state: str, duplicate_id: str, at: str, stale_after: float = 300.0) -> dict[str, Any] | None:
+        """The newest merge record of this duplicate in `state`, claimed for one restore ('restoring'): of
+        concurrent restores one gets it. A claim a crash left behind is taken anew after `stale_after` s."""
+        rows = self.falkor.records(
+            "MATCH (r:MergeRecord {duplicate_id: $id}) WHERE r.state = $state OR (r.state = 'restoring' AND "
+            "r.restoring_from = $state AND r.restoring_epoch < timestamp() / 1000.0 - $stale) "
+            "WITH r ORDER BY r.merged_at DESC LIMIT 1 SET r.state = 'restoring', r.restoring_from = $state, "
+            "r.restoring_epoch = timestamp() / 1000.0 RETURN properties(r)",
+            {"id": duplicate_id, "state": state, "stale": stale_after})
+        return _decoded(dict(rows[0][0])) if rows else None
+
+    def settle_restored(self, record: dict[str, Any], at: str) -> None:
+        """The canonical (if it is still stored) without the restored duplicate: the edges it lent gone, its
+        fields set apart; then the record says 'restored'."""
+        duplicate_id, canonical_id = record["duplicate_id"], record["canonical_id"]
         # The edges it lent sit on the canonical, or one merge further if the canonical was merged since.
         self.falkor.execute(
             NEXT_CHANGE + "MATCH (c:Memory {id: $canonical}) OPTIONAL MATCH (c)-[:MERGED_INTO]->(next:Memory) "
             "WITH change, [c] + CASE WHEN next IS NULL THEN [] ELSE [next] END AS holders UNWIND holders AS h "
             f"MATCH (h)-[r]-(x) WHERE r.repointed_from = $id DELETE r {touched(ids_of('h', 'x'))}",
             {"canonical": canonical_id, "id": duplicate_id})
-        self.falkor.execute("MATCH (d:Memory {id: $id})-[r:MERGED_INTO]->() DELETE r", {"id": duplicate_id})
-        props = {**record["duplicate"]["properties"], "archived": False, "last_accessed": at, "restored_at": at}
-        props["distinct_from"] = sorted({*props.get("distinct_from", []), canonical_id})
-        self.falkor.execute(NEXT_CHANGE + f"MATCH (d:Memory {{id: $id}}) SET d = $props SET d.{CHANGE} = change",
-                            {"id": duplicate_id, "props": props})
-        edges = restore_edges(self.falkor, duplicate_id, record["duplicate"]["edges"])
+        others = self._records("r.group_id = $group AND r.state = 'done' AND r.duplicate_id <> $id",
+                               {"group": record["group_id"], "id": duplicate_id})
         self._set_canonical_apart(canonical_id, duplicate_id, record, others)
-        self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.state = 'restored', r.restored_at = $at",
-                            {"id": record["id"], "at": at})
-        return {"canonical_id": canonical_id, "edges_restored": edges, "memory": props}
+        self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.state = 'restored', r.restored_at = $at, "
+                            "r.restoring_from = null, r.restoring_epoch = null", {"id": record["id"], "at": at})
+
+    def mark_left(self, duplicate_ids: Sequence[str], at: str) -> None:
+        """Merged duplicates deleted (with their canonical): their merge records say so."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS id MATCH (r:MergeRecord {duplicate_id: id}) WHERE r.state = 'done' "
+            "SET r.state = 'deleted', r.deleted_at = $at", list(duplicate_ids), at=at)
+
+    def merged_into_any(self, canonical_ids: Sequence[str]) -> dict[str, str]:
+        """The memories merged into any of these canonicals: duplicate id -> canonical id."""
+        return {duplicate: canonical for canonical, duplicate in self.falkor.read_chunks(
+            "UNWIND $ids AS cid MATCH (c:Memory {id: cid})<-[:MERGED_INTO]-(d:Memory) RETURN cid, d.id",
+            list(canonical_ids), 5000)}
 
     def _set_canonical_apart(self, canonical_id: str, duplicate_id: str, record: dict, others: list[dict]) -> None:
         """The canonical's fields without this duplicate: as before the merge plus the duplicates still merged,
@@ -388,7 +424,8 @@ def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneIn
     """HygieneInputs from the input columns, the distinct_from lists and the (canonical, merged text) rows."""
     if not columns:
         return HygieneInputs([], [], [], [], [], [], [], [], {}, {}, [])
-    ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes, changes, stamps, built_in = columns
+    (ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes, changes, stamps, built_in,
+     held_until) = columns
     merged_texts: dict[str, list[str]] = {}
     for canonical, content in merged:
         merged_texts.setdefault(canonical, []).append(content or "")
@@ -401,8 +438,16 @@ def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneIn
         protected=list(booleans(protected)), superseded=list(booleans(superseded)),
         distinct_from={memory_id: list(others) for memory_id, others in distinct},
         merged_texts=merged_texts, scopes=list(scopes), changes=floats(changes), stamps=list(stamps),
-        built_in=[value is True for value in built_in],
+        built_in=[value is True for value in built_in], held_until=list(held_until),
     )
+
+
+def unmerged_properties(properties: dict[str, Any], canonical_id: str, at: str) -> dict[str, Any]:
+    """A merged duplicate's properties as an active memory of its own again, kept apart from its canonical."""
+    props = {key: value for key, value in properties.items() if key not in ("merged_into", "merged_at")}
+    props.update(archived=False, archived_at=None, last_accessed=at, restored_at=at)
+    props["distinct_from"] = sorted({*(props.get("distinct_from") or []), canonical_id})
+    return props
 
 
 def _row(record: dict[str, Any]) -> dict[str, Any]:

@@ -81,11 +81,18 @@ class InspectionStore:
             "SKIP $offset LIMIT $limit "
             "OPTIONAL MATCH (d:Memory {id: r.duplicate_id}) OPTIONAL MATCH (c:Memory {id: r.canonical_id}) "
             "RETURN r.duplicate_id, left(d.content, $chars), r.canonical_id, left(c.content, $chars), r.state, "
-            "r.similarity, r.reason, r.merged_at, r.restored_at",
+            "r.similarity, r.reason, r.merged_at, r.restored_at, r.deleted_at, r.duplicate",
             {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
         names = ("duplicate_id", "duplicate_content", "canonical_id", "canonical_content", "state", "similarity",
-                 "reason", "merged_at", "restored_at")
-        return Page([dict(zip(names, row)) for row in rows], self._count("MATCH (r:MergeRecord)", "r"))
+                 "reason", "merged_at", "restored_at", "deleted_at")
+        items = []
+        for row in rows:
+            item = dict(zip(names, row[:-1]))
+            if item["duplicate_content"] is None:  # deleted since: its text as the merge recorded it
+                recorded = json.loads(row[-1] or "{}").get("properties", {}).get("content")
+                item["duplicate_content"] = recorded[:PREVIEW_CHARS] if recorded else None
+            items.append(item)
+        return Page(items, self._count("MATCH (r:MergeRecord)", "r"))
 
     def supersessions(self, limit: int, offset: int) -> Page:
         """SUPERSEDES edges, newest first: which memory replaced which, how sure, and why."""
@@ -107,13 +114,14 @@ class InspectionStore:
         where = f"MATCH (m:Memory) WHERE {RESTORABLE[kind]}"
         rows = self.falkor.records(
             f"{where} WITH m ORDER BY coalesce(m.merged_at, m.archived_at) DESC, m.id SKIP $offset LIMIT $limit "
+            "OPTIONAL MATCH (c:Memory {id: m.merged_into}) "
             "RETURN m.id, m.type, left(m.content, $chars), coalesce(m.merged_at, m.archived_at), "
-            "m.merged_into, m.relevance_score",
+            "m.merged_into, m.relevance_score, m.archived_reason, left(c.content, $chars)",
             {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
         items = [{"memory_id": memory_id, "kind": kind, "type": memory_type, "content": content, "since": since,
-                  "reason": f"merged into {merged_into}" if merged_into else None, "merged_into": merged_into,
+                  "reason": _why(merged_into, canonical, archived_reason), "merged_into": merged_into,
                   "relevance_score": score}
-                 for memory_id, memory_type, content, since, merged_into, score in rows]
+                 for memory_id, memory_type, content, since, merged_into, score, archived_reason, canonical in rows]
         return Page(items, self._count(where, "m"))
 
     def _deleted(self, limit: int, offset: int) -> Page:
@@ -134,3 +142,10 @@ class InspectionStore:
     def _count(self, match: str, variable: str) -> int:
         rows = self.falkor.execute(f"{match} RETURN count({variable})", read_only=True)
         return int(rows[0][0]) if rows else 0
+
+
+def _why(merged_into: str | None, canonical_text: str | None, archived_reason: str | None) -> str:
+    """Why an archived memory is out of recall, in words."""
+    if merged_into:
+        return f"merged into {merged_into}" + (f": {canonical_text!r}" if canonical_text else "")
+    return archived_reason or "archived (before reasons were recorded, or by an import or a retired cluster)"

@@ -35,7 +35,7 @@ class RunStore:
         self.falkor.execute(
             "MATCH (r:ConsolidationRun {state: 'running'}) WHERE r.id <> $id "
             "SET r.state = 'abandoned', r.finished_at = $at, "
-            "r.error = 'its process stopped before the run finished; the run lease expired'",
+            "r.error = 'its process stopped before the run finished; the run lease expired or was taken over'",
             {"id": except_id, "at": at},
         )
 

@@ -45,6 +45,12 @@ class TombstoneStore:
         )
         return [row[0] for row in rows]
 
+    def pending_among(self, ids: Sequence[str]) -> set[str]:
+        """Which of these memories a deletion is under way for (a pending tombstone)."""
+        return {row[0] for row in self.falkor.read_chunks(
+            "UNWIND $ids AS id MATCH (t:Tombstone {memory_id: id}) WHERE t.state = 'pending' RETURN DISTINCT id",
+            list(ids), 5000)}
+
     def deleted_since(self, since: int) -> list[dict[str, Any]]:
         """The memories deleted after the `since` change number: id, properties and vector (base64), as their
         tombstones keep them."""
@@ -55,16 +61,18 @@ class TombstoneStore:
                 for memory_id, memory, vector in rows]
 
     def open_states(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        """For each of these memory ids with a pending or deleted tombstone: its state and deletion time."""
+        """For each of these memory ids with a pending, deleted or restoring tombstone: its state and deletion
+        time (a deletion or a restore under way wins over a finished deletion)."""
         rows = self.falkor.execute(
-            "UNWIND $ids AS id MATCH (t:Tombstone {memory_id: id}) WHERE t.state IN ['pending', 'deleted'] "
+            "UNWIND $ids AS id MATCH (t:Tombstone {memory_id: id}) WHERE t.state IN ['pending', 'deleted', "
+            "'restoring'] "
             "RETURN t.memory_id, t.state, t.deleted_at",
             {"ids": list(ids)},
             read_only=True,
         )
         states: dict[str, dict[str, Any]] = {}
         for memory_id, state, deleted_at in rows:
-            if states.get(memory_id, {}).get("state") != "pending":  # pending wins: the deletion is under way
+            if states.get(memory_id, {}).get("state") in (None, "deleted"):
                 states[memory_id] = {"state": state, "deleted_at": deleted_at}
         return states
 
@@ -77,13 +85,16 @@ class TombstoneStore:
             at=replaced_at,
         )
 
-    def latest_deleted(self, memory_id: str) -> dict[str, Any] | None:
+    def claim_deleted(self, memory_id: str, at: str, now_epoch: float, stale_after: float = 300.0
+                      ) -> dict[str, Any] | None:
+        """The newest 'deleted' tombstone of this memory, claimed for one restore ('restoring'): of concurrent
+        restores one gets it, the others None. A claim a crash left behind is taken anew after `stale_after`
+        seconds."""
         rows = self.falkor.records(
-            "MATCH (t:Tombstone {memory_id: $id}) WHERE t.state = 'deleted' "
-            "RETURN properties(t) ORDER BY t.deleted_epoch DESC LIMIT 1",
-            {"id": memory_id},
-            read_only=True,
-        )
+            "MATCH (t:Tombstone {memory_id: $id}) WHERE t.state = 'deleted' OR (t.state = 'restoring' AND "
+            "t.restoring_epoch < $stale) WITH t ORDER BY t.deleted_epoch DESC LIMIT 1 "
+            "SET t.state = 'restoring', t.restoring_epoch = $now RETURN properties(t)",
+            {"id": memory_id, "stale": now_epoch - stale_after, "now": now_epoch})
         if not rows:
             return None
         tombstone = dict(rows[0][0])
@@ -91,16 +102,22 @@ class TombstoneStore:
         tombstone["edges"] = json.loads(tombstone["edges"])
         return tombstone
 
-    def restore_node(self, tombstone: dict[str, Any], restored_at: str) -> int:
-        """Recreate the node and every edge whose other end still exists; idempotent. Returns edges restored.
-        The restore counts as a use and starts a fresh grace period."""
-        memory = tombstone["memory"]
-        labels = ":Memory:MetaPattern" if "MetaPattern" in memory["labels"] else ":Memory"
-        props = {**memory["properties"], "archived": False, "archived_at": None, "restored_at": restored_at,
-                 "last_accessed": restored_at}
-        self.falkor.execute(NEXT_CHANGE + f"MERGE (m{labels} {{id: $id}}) SET m = $props SET {STAMP}",
-                            {"id": props["id"], "props": props})
-        return restore_edges(self.falkor, props["id"], tombstone["edges"])
+    def latest(self, memory_id: str) -> dict[str, Any] | None:
+        """The newest open tombstone of this memory (pending, deleted or being restored): state, reason, when."""
+        rows = self.falkor.records(
+            "MATCH (t:Tombstone {memory_id: $id}) WHERE t.state IN ['pending', 'deleted', 'restoring'] "
+            "RETURN t.state, t.reason, t.deleted_at ORDER BY t.deleted_epoch DESC LIMIT 1",
+            {"id": memory_id}, read_only=True)
+        return dict(zip(("state", "reason", "deleted_at"), rows[0])) if rows else None
+
+    def restore_node(self, properties: dict[str, Any], labels: Sequence[str], edges: Sequence[dict[str, Any]]
+                     ) -> int:
+        """Recreate the node with these properties and every edge whose other end still exists; idempotent.
+        Returns the edges restored."""
+        node_labels = ":Memory:MetaPattern" if "MetaPattern" in labels else ":Memory"
+        self.falkor.execute(NEXT_CHANGE + f"MERGE (m{node_labels} {{id: $id}}) SET m = $props SET {STAMP}",
+                            {"id": properties["id"], "props": properties})
+        return restore_edges(self.falkor, properties["id"], edges)
 
     def mark_restored(self, tombstone_id: str, restored_at: str) -> None:
         self.falkor.execute(
@@ -109,9 +126,10 @@ class TombstoneStore:
         )
 
     def purge(self, older_than_epoch: float) -> int:
-        """Drop finished tombstones past the retention period; pending ones are never purged."""
+        """Drop finished tombstones past the retention period; those a deletion or a restore is under way for
+        never are."""
         rows = self.falkor.execute(
-            "MATCH (t:Tombstone) WHERE t.state <> 'pending' AND t.deleted_epoch < $cutoff "
+            "MATCH (t:Tombstone) WHERE NOT t.state IN ['pending', 'restoring'] AND t.deleted_epoch < $cutoff "
             "WITH t LIMIT 10000 DELETE t RETURN count(t)",
             {"cutoff": older_than_epoch},
         )

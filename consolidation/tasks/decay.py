@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import logging
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 
-from ..scoring import (DEFAULT_CONFIDENCE, DEFAULT_IMPORTANCE, changed, clean_fraction, days_until_below,
-                       distribution, relevance_scores)
+from ..scoring import changed, current_relevance, distribution, relevance_due
 from ..stores.graph import ScoringInputs
-from ..timeutil import SECONDS_PER_DAY, days_between
 from .context import TaskContext
 from .dues import fell_back, keep_dues, lookup_for
 
@@ -72,38 +69,6 @@ def _graph_write(ctx, inputs, rows, scores, ids, part, mirrored) -> None:
     ctx.graph.write_scores(inputs.node_ids[rows[part]], ids[part], scores[rows[part]])
     unchanged = len(inputs) - rows.size
     ctx.progress(unchanged + min(part.stop, rows.size), len(inputs))
-
-
-def current_relevance(inputs: ScoringInputs, now: datetime) -> np.ndarray:
-    """The formula applied at `now`; a missing creation time counts as now, a missing access as the creation,
-    and a superseded memory's uses no longer count: it decays as if unused since it was made."""
-    return relevance_scores(**_formula_inputs(inputs, now)[0])
-
-
-def relevance_due(inputs: ScoringInputs, now: datetime, target: np.ndarray) -> np.ndarray:
-    """The epoch second each memory's relevance first falls below `target` if only time passes (inf: never),
-    a second early so rounding never makes it late."""
-    known, (ageing, unused) = _formula_inputs(inputs, now)
-    days = days_until_below(target, ageing=ageing, unused=unused, **known)
-    return now.timestamp() + days * SECONDS_PER_DAY - 1.0
-
-
-def _formula_inputs(inputs: ScoringInputs, now: datetime) -> tuple[dict[str, np.ndarray], tuple[np.ndarray, ...]]:
-    """The formula's inputs at `now`, and whether the age and the days since the last access grow with time (a
-    time taken as `now` stays now)."""
-    unknown_creation = np.isnan(inputs.created)
-    created = np.where(unknown_creation, now.timestamp(), inputs.created)
-    use_unknown = np.isnan(inputs.last_accessed) | inputs.superseded
-    accessed = np.where(use_unknown, created, inputs.last_accessed)
-    known = {
-        "age_days": days_between(created, now),
-        "days_since_access": days_between(accessed, now),
-        "relationship_counts": inputs.relationship_counts,
-        "importance": clean_fraction(inputs.importance, DEFAULT_IMPORTANCE),
-        "confidence": clean_fraction(inputs.confidence, DEFAULT_CONFIDENCE),
-    }
-    ageing = (~unknown_creation).astype(np.float64)
-    return known, (ageing, np.where(use_unknown & unknown_creation, 0.0, 1.0))
 
 
 def _mean(values: np.ndarray) -> float | None:

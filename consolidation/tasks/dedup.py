@@ -40,7 +40,7 @@ NONE_APART: frozenset[str] = frozenset()
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     completed = [] if dry_run else ctx.hygiene.complete_pending()
-    inputs = ctx.hygiene.inputs()
+    inputs = ctx.hygiene.inputs().holding(to_iso(ctx.now))
     ids, matrix = ctx.vectors.vectors(inputs.ids)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)

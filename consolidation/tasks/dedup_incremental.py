@@ -45,7 +45,7 @@ from ..passes import changed_after
 from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
 from ..stores.changes import CHANGE
 from ..stores.hygiene import HygieneListing
-from ..timeutil import epoch_seconds
+from ..timeutil import epoch_seconds, to_iso
 from . import dedup
 from .context import TaskContext, positions_in
 
@@ -207,7 +207,7 @@ class Region:
         if len(self.loaded) + len(wanted) > self.limit:
             raise TooMuchChanged(f"the changes reach more than {self.limit} of {len(self.ids)} memories: a full "
                                  "pass costs about the same")
-        inputs = self.ctx.hygiene.inputs_of([self.ids[p] for p in wanted])
+        inputs = self.ctx.hygiene.inputs_of([self.ids[p] for p in wanted]).holding(to_iso(self.ctx.now))
         read = set(inputs.ids)
         present = [self.ids[p] for p in wanted if self.ids[p] in read]  # archived meanwhile: no longer one
         for candidate in dedup.candidates_of(inputs, positions_in(inputs.ids, present)):

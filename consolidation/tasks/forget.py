@@ -1,18 +1,24 @@
 """Controlled forgetting: archive, then delete, only unprotected memories whose relevance fell below a threshold
-(judging every memory in a full pass; in an incremental one, those whose turn could have come)."""
+(judging every memory in a full pass; in an incremental one, those whose turn could have come). A merged
+duplicate leaves with its canonical; a memory a restore holds stays."""
 
 from __future__ import annotations
 
-from collections import Counter
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
+from ..memory import graph_float
 from ..rules import ForgetDecision, ForgetPolicy, forget_decisions, forget_due
-from ..timeutil import days_between, to_iso
-from .context import TaskContext, capped
-from .decay import current_relevance, relevance_due
+from ..scoring import DEFAULT_IMPORTANCE, changed, current_relevance, relevance_due
+from ..stores.graph import ScoringInputs
+from ..timeutil import SECONDS_PER_DAY, days_between, to_iso
+from .context import TaskContext
 from .dues import fell_back, keep_dues, lookup_for
+
+
+DECISION_TEXT_CHARS = 120
 
 
 def policy_of(settings) -> ForgetPolicy:
@@ -25,62 +31,136 @@ def policy_of(settings) -> ForgetPolicy:
     )
 
 
+@dataclass
+class Judgement:
+    """What one pass decided: the memories to archive and delete (with their reasons), every decision listed
+    (`acting`: archive and delete, a merged duplicate leaving with its canonical among them; `shielded`: below a
+    line but protected), and which stored scores it rewrites."""
+
+    acting: list[ForgetDecision]
+    shielded: list[ForgetDecision]
+    to_archive: dict[str, str]
+    to_delete: dict[str, str]
+    leaving: int
+    rescored: np.ndarray  # positions whose stored score the pass rewrites with `relevance`
+    relevance: np.ndarray
+    grace_from: np.ndarray
+    scoring: ScoringInputs
+
+
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
-    completed = 0 if dry_run else ctx.lifecycle.complete_pending()
+    completed = 0 if dry_run else ctx.lifecycle.complete_pending(ctx.now)
     lookup, fallback = lookup_for(ctx, "forget")
     inputs = ctx.graph.forget_inputs(lookup)
-    scoring = inputs.scoring
-    ctx.progress(0, len(scoring))
-    # Forgetting judges each memory by its relevance now, not by a stored score decay may not have refreshed.
-    relevance = current_relevance(scoring, ctx.now)
-    # A restore starts a fresh grace period: the age that protects a memory counts from the later of the two.
-    grace_from = np.fmax(scoring.created, inputs.restored)
+    count = len(inputs.scoring)
+    ctx.progress(0, count)
     policy = policy_of(settings)
-    decisions = forget_decisions(
-        policy, scoring.ids, relevance, inputs.archived, days_between(grace_from, ctx.now),
-        scoring.importance, inputs.types, inputs.protected, inputs.protected_reasons,
-    )
-    to_archive = [d.memory_id for d in decisions if d.action == "archive"]
-    to_delete = {d.memory_id: d.reason for d in decisions if d.action == "delete"}
+    judged = judge(ctx, policy, inputs)
+    limit = settings.consolidation_report_limit
+    # Listed before anything is deleted: the texts are read from the memories.
+    listed = {"decisions": _public(ctx, judged.acting[:limit]), "protections": _public(ctx, judged.shielded[:limit])}
     purged = 0
     if not dry_run:
-        if to_archive:
-            ctx.graph.archive(to_archive, to_iso(ctx.now))
-            ctx.vectors.set_archived(to_archive, True)
-        ctx.lifecycle.delete(to_delete, ctx.now)
+        _apply(ctx, judged)
         purged = ctx.lifecycle.purge_expired(ctx.now, settings.consolidation_tombstone_retention_days)
-        keep_dues(ctx, "forget", lookup, scoring.node_ids,
-                  _due(policy, inputs, grace_from, ctx.now, set(to_archive), set(to_delete)))
-    ctx.progress(len(scoring), len(scoring))
-    counts = Counter(d.action for d in decisions)
+        keep_dues(ctx, "forget", lookup, inputs.scoring.node_ids, _due(ctx, policy, inputs, judged))
+    ctx.progress(count, count)
     return {
         **fell_back(fallback),
-        "memories_processed": len(scoring),
-        "archived": counts["archive"],
-        "deleted": counts["delete"],
-        "protected": counts["protect"],
-        "kept": len(scoring) - len(decisions),
+        "memories_processed": count,
+        "archived": len(judged.to_archive),
+        "deleted": len(judged.to_delete),
+        "deleted_with_canonical": judged.leaving,
+        "protected": len(judged.shielded),
+        "kept": max(0, count - len(judged.acting) - len(judged.shielded)),
         "interrupted_deletions_completed": completed,
         "tombstones_purged": purged,
-        **capped("decisions", [_public(d) for d in decisions], settings.consolidation_report_limit),
+        "decisions": listed["decisions"], "decisions_total": len(judged.acting),
+        "protections": listed["protections"], "protections_total": len(judged.shielded),
     }
 
 
-def _public(decision: ForgetDecision) -> dict[str, Any]:
-    return {"memory_id": decision.memory_id, "action": decision.action, "reason": decision.reason,
-            "relevance_score": round(decision.relevance_score, 6)}
+def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
+    """The decisions on these memories now. Each is judged by its relevance now, which is written wherever the
+    memory is archived or deleted now, or its stored score is stale and decay does not keep it (_scored_by_forget),
+    so a decision's relevance is what GET /memory shows."""
+    scoring = inputs.scoring
+    relevance = current_relevance(scoring, ctx.now)
+    stale = changed(scoring.relevance, relevance, ctx.settings.consolidation_score_epsilon) & \
+        _scored_by_forget(ctx, inputs, inputs.archived)
+    # A restore starts a fresh grace period: the age that protects a memory counts from the later of the two.
+    grace_from = np.fmax(scoring.created, inputs.restored)
+    decisions = forget_decisions(
+        policy, scoring.ids, relevance, inputs.archived, days_between(grace_from, ctx.now),
+        scoring.importance, inputs.types, inputs.protected, inputs.protected_reasons,
+        merged=inputs.merged, days_held=(inputs.held_until - ctx.now.timestamp()) / SECONDS_PER_DAY,
+    )
+    acting = [d for d in decisions if d.action != "protect"]
+    at = {memory_id: i for i, memory_id in enumerate(scoring.ids)}
+    shown = np.where(stale, relevance, scoring.relevance)
+    shielded = [replace(d, relevance_score=float(shown[at[d.memory_id]])) for d in decisions if d.action == "protect"]
+    deleted = [d.memory_id for d in acting if d.action == "delete"]
+    # A merged duplicate is out of recall already: it leaves with its canonical, restorable as long as it is.
+    leaving = [ForgetDecision(duplicate, "delete", f"merged into {canonical}, which is deleted: leaves with it",
+                              float("nan"))
+               for duplicate, canonical in ctx.hygiene.merged_into_any(deleted).items()]
+    forgetting = policy.archive_threshold > 0 or policy.delete_threshold > 0
+    acted = np.zeros(len(scoring), bool)
+    acted[[at[d.memory_id] for d in acting]] = True
+    rescored = np.flatnonzero(stale | acted) if forgetting else np.zeros(0, np.int64)
+    return Judgement(
+        acting=acting + leaving, shielded=shielded,
+        to_archive={d.memory_id: d.reason for d in acting if d.action == "archive"},
+        to_delete={d.memory_id: d.reason for d in acting + leaving if d.action == "delete"},
+        leaving=len(leaving), rescored=rescored, relevance=relevance, grace_from=grace_from, scoring=scoring)
 
 
-def _due(policy: ForgetPolicy, inputs, grace_from: np.ndarray, now, archived_now: set[str],
-         deleted_now: set[str]) -> np.ndarray:
+def _apply(ctx: TaskContext, judged: Judgement) -> None:
+    rows, scoring = judged.rescored, judged.scoring
+    if rows.size:  # the score shown is the score used
+        ids = [scoring.ids[i] for i in rows]
+        ctx.vectors.set_relevance(ids, judged.relevance[rows])
+        ctx.graph.write_scores(scoring.node_ids[rows], ids, judged.relevance[rows])
+    if judged.to_archive:
+        ctx.graph.archive(list(judged.to_archive), to_iso(ctx.now), judged.to_archive)
+        ctx.vectors.set_archived(list(judged.to_archive), True)
+    ctx.lifecycle.delete(judged.to_delete, ctx.now)
+
+
+def _public(ctx: TaskContext, decisions: list[ForgetDecision]) -> list[dict[str, Any]]:
+    """Each decision as a report shows it: with the start of the memory's text and the relevance it was
+    judged by (null for a duplicate leaving with its canonical: its own score decided nothing)."""
+    texts = ctx.graph.memory_contents([d.memory_id for d in decisions])
+    return [{"memory_id": d.memory_id, "action": d.action, "reason": d.reason,
+             "relevance": None if np.isnan(d.relevance_score) else graph_float(d.relevance_score),
+             "content": (texts.get(d.memory_id) or "")[:DECISION_TEXT_CHARS]} for d in decisions]
+
+
+def _scored_by_forget(ctx: TaskContext, inputs, archived: np.ndarray) -> np.ndarray:
+    """The memories whose score decay does not keep current, forget does: archived ones, and those under
+    decay's importance threshold (a merged memory's score decides nothing)."""
+    eager = ctx.settings.consolidation_decay_importance_threshold
+    importance = np.nan_to_num(inputs.scoring.importance, nan=DEFAULT_IMPORTANCE)
+    unscored = archived | (importance < eager) if eager is not None else archived
+    return unscored & ~inputs.merged
+
+
+def _due(ctx: TaskContext, policy: ForgetPolicy, inputs, judged: Judgement) -> np.ndarray:
     """rules.forget_due for each memory read, as it is after this pass: the threshold that applies is the
     archive one until it is archived (the higher one, if the delete threshold is set above it), then the delete
-    one; a memory deleted now is never due."""
-    scoring = inputs.scoring
-    archived = inputs.archived | np.fromiter((i in archived_now for i in scoring.ids), bool, len(scoring))
+    one; a memory deleted now is never due. A memory whose score only forget keeps current (archived, or under
+    decay's importance threshold) is due too when its stored score goes stale."""
+    scoring, now = inputs.scoring, ctx.now
+    archived = inputs.archived | np.fromiter((i in judged.to_archive for i in scoring.ids), bool, len(scoring))
     threshold = np.where(archived, policy.delete_threshold, max(policy.archive_threshold, policy.delete_threshold))
-    due = forget_due(policy, relevance_due(scoring, now, threshold), grace_from, scoring.importance, inputs.types,
-                     inputs.protected)
-    gone = np.fromiter((i in deleted_now for i in scoring.ids), bool, len(scoring))
-    return np.where(gone, np.inf, due)
+    due = forget_due(policy, relevance_due(scoring, now, threshold), judged.grace_from, scoring.importance,
+                     inputs.types, inputs.protected, inputs.held_until)
+    if policy.archive_threshold > 0 or policy.delete_threshold > 0:
+        stored = scoring.relevance.copy()
+        stored[judged.rescored] = judged.relevance[judged.rescored]
+        epsilon = ctx.settings.consolidation_score_epsilon
+        due = np.where(_scored_by_forget(ctx, inputs, archived),
+                       np.fmin(due, relevance_due(scoring, now, stored - epsilon)), due)
+    gone = np.fromiter((i in judged.to_delete for i in scoring.ids), bool, len(scoring))
+    return np.where(gone | inputs.merged, np.inf, due)

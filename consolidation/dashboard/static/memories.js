@@ -27,6 +27,33 @@ export function setUp(restored) {
     });
   }
   $("drift-check").addEventListener("click", checkDrift);
+  $("lookup-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    lookUp($("lookup-id").value.trim());
+  });
+}
+
+/** One memory's state: active, archived or merged (with held_until after a restore), or deleted (the 410's
+ *  when, why and until when it can be restored). */
+async function lookUp(memoryId) {
+  const facts = $("lookup-facts");
+  try {
+    const memory = (await get(`/memory/${encodeURIComponent(memoryId)}`)).memory;
+    fillFacts(facts, [
+      ["state", memory.state], ["text", memory.content], ["relevance", Number(memory.relevance_score).toFixed(4)],
+      ["merged into", memory.merged_into ?? "–"], ["superseded by", memory.superseded_by ?? "–"],
+      ["held until", memory.held_until ? when(memory.held_until) : "–"],
+    ]);
+  } catch (error) {
+    if (error.status !== 410) {
+      notify(`Could not look up ${memoryId}: ${error.message}`, true);
+      return;
+    }
+    const gone = error.body;
+    fillFacts(facts, [["state", gone.state], ["deleted", when(gone.deleted_at)], ["why", gone.reason ?? "–"],
+                      ["restorable until", when(gone.restorable_until)]]);
+  }
+  facts.hidden = false;
 }
 
 export async function loadRelevance() {
@@ -75,7 +102,9 @@ const mergesPager = new Pager(pagerFor("merges"), PAGE, (limit, offset) => get("
     memoryCell(merge.canonical_id, merge.canonical_content),
     merge.similarity === null ? null : merge.similarity.toFixed(3),
     merge.reason,
-    merge.state === "restored" ? `restored ${when(merge.restored_at)}` : `${merge.state} ${when(merge.merged_at)}`,
+    merge.state === "restored" ? `restored ${when(merge.restored_at)}`
+      : merge.state === "deleted" ? `deleted with its canonical ${when(merge.deleted_at)}`
+      : `${merge.state} ${when(merge.merged_at)}`,
   ], "no merges yet"));
 
 const supersessionsPager = new Pager(pagerFor("supersessions"), PAGE,
@@ -104,7 +133,8 @@ async function restore(memory) {
     const restored = await post(`/memory/${encodeURIComponent(memory.memory_id)}/restore`);
     $("restore-message").textContent =
       `Restored ${shortId(restored.memory_id)} from its ${restored.restored_from}` +
-      (restored.edges_restored ? ` with ${restored.edges_restored} edges.` : ".");
+      (restored.edges_restored ? ` with ${restored.edges_restored} edges` : "") +
+      `: ${restored.state}, held until ${when(restored.held_until)}.`;
     onRestored();
   } catch (error) {
     notify(`Could not restore ${shortId(memory.memory_id)}: ${error.message}`, true);

@@ -40,7 +40,9 @@ export function showStatus(status) {
   for (const row of $("tasks").tBodies[0].rows) {
     const task = row.dataset.task;
     row.querySelector(".last").textContent = when(status[`last_${task}`]);
-    row.querySelector(".next").textContent = status.next_due[task] ? when(status.next_due[task]) : "not scheduled";
+    const off = task === "forget" && status.forgetting && !status.forgetting.scheduled;
+    row.querySelector(".next").textContent = off ? `forget: ${status.forgetting.note}`
+      : status.next_due[task] ? when(status.next_due[task]) : "not scheduled";
   }
   if (!following) showProgress(status.current_run);
 }
@@ -107,16 +109,16 @@ export function showForgetPreview(run) {
   const report = run.result?.forget;
   if (!report || !report.success) return;
   $("forget-summary").textContent =
-    `Run ${shortId(run.run_id)} (${when(run.finished_at)}): of ${report.memories_processed} memories, ` +
+    `Run ${shortId(run.run_id)} (${when(run.finished_at)}, ${report.pass} pass): of ${report.memories_processed} memories, ` +
     `${report.archived} would be archived, ${report.deleted} deleted, ${report.protected} protected; ` +
     `${report.kept} kept.` +
     (report.decisions_total > report.decisions.length ? ` Showing the first ${report.decisions.length} of ${report.decisions_total} decisions.` : "");
   const table = $("forget-decisions");
-  fillRows(table, report.decisions, (decision) => [
-    memoryCell(decision.memory_id, ""),
+  fillRows(table, [...report.decisions, ...(report.protections || [])], (decision) => [
+    memoryCell(decision.memory_id, decision.content),
     el("span", { className: `decision ${decision.action}`, text: decision.action }),
     decision.reason,
-    decision.relevance_score.toFixed(4),
+    decision.relevance === null ? "—" : decision.relevance.toFixed(4),
   ], "nothing below a threshold: forgetting would change nothing");
   table.hidden = false;
 }

@@ -1,0 +1,239 @@
+"""The lifecycle's transitions that span both stores: crash-safe deletion, restore (of an archived, merged or
+deleted memory), what a memory is now, and reconciling the graph with the vector store."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from ..embedding import Embedder
+from ..errors import Conflict, Gone, NotFound
+from ..memory import MAX_COUNT
+from ..stores.graph import GraphStore
+from ..stores.hygiene import HygieneStore, unmerged_properties
+from ..stores.tombstones import TombstoneStore
+from ..stores.vectors import VectorPoint, VectorStore, payload_of
+from ..scoring import current_relevance
+from ..timeutil import to_iso
+from .states import ACTIVE, DELETED, MERGED, check, held_until, restorable_until, state_of
+
+log = logging.getLogger(__name__)
+
+
+class Lifecycle:
+    """Deletes memories so that a crash at any point leaves them intact or completably deleted, and undoes it."""
+
+    def __init__(self, graph: GraphStore, vectors: VectorStore, tombstones: TombstoneStore, hygiene: HygieneStore,
+                 embedder: Embedder):
+        self.graph = graph
+        self.vectors = vectors
+        self.tombstones = tombstones
+        self.hygiene = hygiene
+        self.embedder = embedder
+
+    def delete(self, reasons: dict[str, str], now: datetime) -> int:
+        """Tombstone (pending), then delete the vectors, then the nodes; returns how many were deleted. A merged
+        duplicate among them leaves with its canonical: its merge record says 'deleted'."""
+        snapshots = self.tombstones.snapshot(list(reasons))
+        if not snapshots:
+            return 0
+        with_vectors, matrix = self.vectors.vectors(list(snapshots))
+        vectors = dict(zip(with_vectors, matrix))
+        self.tombstones.write_pending([
+            _tombstone(memory_id, reasons[memory_id], snapshot, vector=vectors.get(memory_id), now=now)
+            for memory_id, snapshot in snapshots.items()
+        ])
+        # From here on the deletion is decided: a crash leaves pending tombstones that complete_pending() finishes.
+        self._finish(list(snapshots), now)
+        return len(snapshots)
+
+    def complete_pending(self, now: datetime) -> int:
+        """Finish deletions a crash interrupted (vector and node removal are both idempotent)."""
+        pending = self.tombstones.pending_ids()
+        if pending:
+            self._finish(pending, now)
+            log.info("consolidation forget completed interrupted deletions count=%d", len(pending))
+        return len(pending)
+
+    def _finish(self, ids: list[str], now: datetime) -> None:
+        self.hygiene.mark_left(ids, to_iso(now))
+        self.vectors.delete(ids)
+        self.tombstones.finish(ids)
+
+    def has_pending(self) -> bool:
+        """Whether a crash left a deletion or a merge half done."""
+        return bool(self.tombstones.pending_ids()) or self.hygiene.has_pending()
+
+    # --- restoring -------------------------------------------------------------------------------
+
+    def restore(self, memory_id: str, now: datetime, hold_days: float) -> dict[str, Any]:
+        """Bring back an archived, merged or deleted memory as an active one of its own (a deleted one from its
+        tombstone, with the edges whose ends still exist). A restore is an administrator's decision that holds:
+        it counts as a use, its relevance is recomputed at once, and no automatic run archives, deletes or
+        merges it until `held_until`. Of concurrent restores of one memory, one succeeds; the others: Conflict."""
+        existing = self.graph.get_memory(memory_id)
+        if existing is None:
+            result = self._restore_deleted(memory_id, now)
+        else:
+            state = state_of(existing)
+            check("restore", memory_id, state)
+            result = self._restore_merged(memory_id, now) if state == MERGED else self._restore_archived(memory_id, now)
+        until = held_until(now, hold_days)
+        self.graph.hold_as_used(memory_id, to_iso(now), until, MAX_COUNT)
+        self.rescore([memory_id], now)
+        return {**result, "state": ACTIVE, "held_until": until}
+
+    def _restore_archived(self, memory_id: str, now: datetime) -> dict[str, Any]:
+        if not self.graph.unarchive(memory_id, to_iso(now)):
+            raise Conflict(f"memory {memory_id} was restored meanwhile by another request", state=ACTIVE)
+        self.vectors.set_archived([memory_id], False)
+        return {"memory_id": memory_id, "restored_from": "archive", "edges_restored": 0}
+
+    def _restore_merged(self, memory_id: str, now: datetime) -> dict[str, Any]:
+        restored = self.hygiene.restore(memory_id, to_iso(now))
+        if restored is None:
+            raise Conflict(f"memory {memory_id} is merged but no merge of it is left to undo (another request "
+                           "is restoring it, or its record is gone)", state=MERGED)
+        self.vectors.set_archived([memory_id], False)
+        return {"memory_id": memory_id, "restored_from": "merge", "canonical_id": restored["canonical_id"],
+                "edges_restored": restored["edges_restored"]}
+
+    def _restore_deleted(self, memory_id: str, now: datetime) -> dict[str, Any]:
+        at = to_iso(now)
+        tombstone = self.tombstones.claim_deleted(memory_id, at, now.timestamp())
+        if tombstone is None:
+            # The tombstone first: a restore marks it restored only after the node is back.
+            if self.tombstones.latest(memory_id) or self.graph.existing_ids([memory_id]):
+                raise Conflict(f"memory {memory_id} is being restored, or was restored meanwhile, by another request")
+            raise NotFound(f"memory {memory_id} has no tombstone (never existed, or its retention period ended)")
+        properties, edges = tombstone["memory"]["properties"], tombstone["edges"]
+        # A merged duplicate that left with its canonical comes back as a memory of its own.
+        record = self.hygiene.claim("deleted", memory_id, at) if properties.get("merged_into") else None
+        if properties.get("merged_into"):
+            canonical_id = record["canonical_id"] if record else properties["merged_into"]
+            before_merge = record["duplicate"] if record else {"properties": properties, "edges": []}
+            properties = unmerged_properties(before_merge["properties"], canonical_id, at)
+            edges = [e for e in edges if e["type"] != "MERGED_INTO"] + before_merge["edges"]
+        else:
+            properties = {**properties, "archived": False, "archived_at": None, "archived_reason": None,
+                          "restored_at": at, "last_accessed": at}
+        vector = decode_vector(tombstone.get("vector"))
+        if vector is None:
+            vector = self.embedder.embed([properties.get("content") or ""])[0]
+        self.vectors.upsert([VectorPoint(memory_id, vector, payload_of(properties))])
+        restored_edges = self.tombstones.restore_node(properties, tombstone["memory"]["labels"], edges)
+        if record is not None:
+            self.hygiene.settle_restored(record, at)
+        self.tombstones.mark_restored(tombstone["id"], at)
+        return {"memory_id": memory_id, "restored_from": "tombstone", "edges_restored": restored_edges,
+                "edges_lost": len(edges) - restored_edges}
+
+    def rescore(self, ids: Sequence[str], now: datetime) -> None:
+        """Write these memories' relevance as the decay formula gives it now (graph and Qdrant payload)."""
+        inputs = self.graph.scoring_inputs_of(ids)
+        if len(inputs):
+            scores = current_relevance(inputs, now)
+            self.vectors.set_relevance(inputs.ids, scores)
+            self.graph.write_scores(inputs.node_ids, inputs.ids, scores)
+
+    def record_use(self, memory_id: str, now: datetime) -> dict[str, Any] | None:
+        """One more use, and the relevance it gives, written at once (the score shown is the score used)."""
+        if self.graph.record_access(memory_id, to_iso(now), MAX_COUNT) is None:
+            return None
+        self.rescore([memory_id], now)
+        return self.graph.get_memory(memory_id)
+
+    # --- what a memory is now --------------------------------------------------------------------
+
+    def describe(self, memory_id: str, now: datetime, retention_days: float) -> dict[str, Any]:
+        """The memory with its `state` (and `held_until`); Gone for a deleted one, NotFound if nothing is known."""
+        memory = self.graph.get_memory(memory_id)
+        if memory is not None:
+            return {**memory, "state": state_of(memory), "merged_into": memory.get("merged_into"),
+                    "superseded_by": memory.get("superseded_by"), "held_until": memory.get("held_until")}
+        tombstone = self.tombstones.latest(memory_id)
+        if tombstone is None:
+            raise NotFound(f"memory {memory_id} does not exist")
+        raise Gone(f"memory {memory_id} was deleted at {tombstone['deleted_at']}; POST /memory/{memory_id}/restore "
+                   "brings it back until restorable_until", state=DELETED, deleted_at=tombstone["deleted_at"],
+                   reason=tombstone["reason"], restorable_until=restorable_until(tombstone["deleted_at"], retention_days),
+                   deletion=tombstone["state"])
+
+    def detach_from_scope(self, memory_ids: Sequence[str], now: datetime) -> None:
+        """Before memories move to another scope: undo what links them to the old one. Duplicates merged into
+        them come back as memories of their own; every edge to another memory goes, and with a SUPERSEDES edge
+        the superseded_by mark it stands for."""
+        for duplicate_id in self.hygiene.merged_into_any(memory_ids):
+            self._restore_merged(duplicate_id, now)
+        self.graph.unlink(memory_ids)
+
+    def purge_expired(self, now: datetime, retention_days: float) -> int:
+        """Expire tombstones past the retention period: those memories can no longer be restored."""
+        return self.tombstones.purge((now - timedelta(days=retention_days)).timestamp())
+
+    def reconcile(self, repair: bool, now: datetime, recheck_seconds: float = 2.0, limit: int = 100
+                  ) -> dict[str, Any]:
+        """Find (and optionally repair) nodes without vectors and vectors without nodes; work a crash left
+        pending is counted apart."""
+        completed = self.complete_pending(now) if repair else 0
+        graph_ids = set(self.graph.all_memory_ids())
+        vector_ids = set(self.vectors.ids())
+        # A node whose deletion is under way (or was left by a crash) lost its vector first: pending, not orphaned.
+        pending = self.tombstones.pending_among(sorted(graph_ids - vector_ids))
+        without_vectors = sorted(graph_ids - vector_ids - pending)
+        without_nodes = sorted(vector_ids - graph_ids)
+        if without_nodes and recheck_seconds > 0:
+            # An ingest writes the vector a moment before the node: only what stays orphaned is an orphan.
+            time.sleep(recheck_seconds)
+            appeared = self.graph.existing_ids(without_nodes)
+            without_nodes = [memory_id for memory_id in without_nodes if memory_id not in appeared]
+        if repair:
+            self._embed_missing(without_vectors)
+            self.vectors.delete(without_nodes)
+        return {
+            "graph_memories": len(graph_ids),
+            "vector_points": len(vector_ids),
+            "nodes_without_vectors": without_vectors[:limit],
+            "nodes_without_vectors_total": len(without_vectors),
+            "vectors_without_nodes": without_nodes[:limit],
+            "vectors_without_nodes_total": len(without_nodes),
+            "interrupted_deletions_completed": completed,
+            "pending_deletions": len(self.tombstones.pending_ids()),
+            "pending_merges": self.hygiene.pending_count(),
+            "repaired": repair,
+        }
+
+    def _embed_missing(self, ids: Sequence[str]) -> None:
+        """A node that lost its vector gets one from the built-in embedder of its content."""
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            memories = self.graph.get_memories(part)
+            vectors = self.embedder.embed([m.get("content") or "" for m in memories])
+            self.vectors.upsert([VectorPoint(m["id"], v, payload_of(m)) for m, v in zip(memories, vectors)])
+            self.graph.mark_changed([m["id"] for m in memories])  # a new vector: new neighbours
+
+
+def _tombstone(memory_id: str, reason: str, snapshot: dict[str, Any], *, vector, now: datetime) -> dict[str, Any]:
+    return {
+        "id": str(uuid.uuid4()),
+        "memory_id": memory_id,
+        "reason": reason,
+        "deleted_at": to_iso(now),
+        "deleted_epoch": now.timestamp(),
+        "memory": {"properties": snapshot["properties"], "labels": snapshot["labels"]},
+        "edges": snapshot["edges"],
+        "vector": None if vector is None else base64.b64encode(np.asarray(vector, np.float32).tobytes()).decode(),
+    }
+
+
+def decode_vector(encoded: str | None) -> np.ndarray | None:
+    if not encoded:
+        return None
+    return np.frombuffer(base64.b64decode(encoded), dtype=np.float32)

@@ -1,0 +1,132 @@
+"""A memory's one state, the transitions between states as a table, and the invariants every store must keep."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from ..errors import Conflict
+from ..timeutil import parse_iso, to_iso
+
+ACTIVE, ARCHIVED, MERGED, DELETED = "active", "archived", "merged", "deleted"
+STATES = (ACTIVE, ARCHIVED, MERGED, DELETED)
+UNCHANGED = "unchanged"  # a transition that marks a memory without moving it (supersede)
+GONE = "gone"  # past the retention period: nothing left to restore
+
+
+@dataclass(frozen=True)
+class Transition:
+    """What moves a memory from one of `sources` to `target`, and who does it."""
+
+    name: str
+    sources: frozenset[str]
+    target: str
+    by: str
+
+
+def _transition(name: str, sources: Iterable[str], target: str, by: str) -> Transition:
+    return Transition(name, frozenset(sources), target, by)
+
+
+# The whole lifecycle. A merged memory is archived too (out of recall) and carries merged_into; superseded is a
+# mark (superseded_by) an active or archived memory carries, not a state of its own.
+TRANSITIONS: dict[str, Transition] = {t.name: t for t in (
+    _transition("archive", [ACTIVE], ARCHIVED, "forget, below the archive threshold (or a cluster summary retired)"),
+    _transition("merge", [ACTIVE], MERGED, "dedup: a duplicate goes into its canonical (MergeRecord 'done')"),
+    _transition("supersede", [ACTIVE, ARCHIVED], UNCHANGED, "dedup: a newer memory changes it (superseded_by)"),
+    _transition("delete", [ACTIVE, ARCHIVED, MERGED], DELETED,
+                "forget, below the delete threshold; a merged duplicate leaves with its canonical "
+                "(MergeRecord 'deleted'); a tombstone keeps it"),
+    _transition("restore", [ARCHIVED, MERGED, DELETED], ACTIVE,
+                "an administrator: a use, held for CONSOLIDATION_RESTORE_HOLD_DAYS (MergeRecord 'restored')"),
+    _transition("expire", [DELETED], GONE, "forget, once the tombstone is older than the retention period"),
+)}
+
+# The state of a duplicate each MergeRecord state stands for ('pending': the merge is being written).
+RECORD_STATES = {"done": MERGED, "deleted": DELETED}
+
+
+def state_of(memory: Mapping[str, Any]) -> str:
+    """The state of a stored memory node (a deleted one has no node: its tombstone says DELETED)."""
+    if memory.get("merged_into"):
+        return MERGED
+    return ARCHIVED if memory.get("archived") else ACTIVE
+
+
+def check(transition: str, memory_id: str, state: str) -> None:
+    """Conflict unless the transition may start from this state."""
+    allowed = TRANSITIONS[transition]
+    if state not in allowed.sources:
+        starts = ", ".join(sorted(allowed.sources))
+        raise Conflict(f"memory {memory_id} is {state}: {transition} applies to a memory that is {starts}",
+                       state=state)
+
+
+def held(memory: Mapping[str, Any], now: datetime) -> bool:
+    """Whether a restore still holds the memory out of every automatic archive, delete and merge."""
+    until = memory.get("held_until")
+    return bool(until) and parse_iso(str(until)) > now
+
+
+def held_until(now: datetime, hold_days: float) -> str:
+    return to_iso(now + timedelta(days=hold_days))
+
+
+def restorable_until(deleted_at: str, retention_days: float) -> str:
+    return to_iso(parse_iso(deleted_at) + timedelta(days=retention_days))
+
+
+def violations(memories: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]],
+               links: Iterable[tuple[str, str, str]], scope_of: Mapping[str, str]) -> list[str]:
+    """Every broken invariant, in words (empty when the lifecycle is consistent).
+
+    `memories` are the stored nodes' properties, `records` the MergeRecords (the newest per duplicate decides),
+    `links` (relation, from id, to id) the edges between memories, `scope_of` each memory's scope key.
+    - merged if and only if merged_into is set, and then archived; nothing active points merged_into anywhere;
+    - a merge record's state is its duplicate's state ('done': merged into that canonical, 'deleted': no node);
+    - no merge, supersession or edge spans two scopes.
+    """
+    found: list[str] = []
+    nodes = {m["id"]: m for m in memories}
+    for memory_id, memory in nodes.items():
+        if memory.get("merged_into") and not memory.get("archived"):
+            found.append(f"{memory_id} is active but points merged_into {memory['merged_into']}")
+        target = memory.get("merged_into") or memory.get("superseded_by")
+        if target and target in scope_of and scope_of[target] != scope_of.get(memory_id):
+            found.append(f"{memory_id} is merged into or superseded by {target} of another scope")
+    newest: dict[str, Mapping[str, Any]] = {}
+    for record in records:
+        kept = newest.get(record["duplicate_id"])
+        if kept is None or str(record.get("merged_at")) >= str(kept.get("merged_at")):
+            newest[record["duplicate_id"]] = record
+    for duplicate_id, record in newest.items():
+        expected = RECORD_STATES.get(record["state"])
+        node = nodes.get(duplicate_id)
+        actual = DELETED if node is None else state_of(node)
+        if expected is not None and actual != expected:
+            found.append(f"merge record of {duplicate_id} is {record['state']} but the memory is {actual}")
+        if record["state"] == "done" and node is not None and node.get("merged_into") != record["canonical_id"] \
+                and nodes.get(node.get("merged_into") or "", {}).get("merged_into") is not None:
+            found.append(f"{duplicate_id} is merged into a memory that is merged itself")
+        if expected is None and actual == MERGED and record["state"] == "restored":
+            found.append(f"{duplicate_id} is merged but its newest merge record says restored")
+    for relation, start, end in links:
+        if start in scope_of and end in scope_of and scope_of[start] != scope_of[end]:
+            found.append(f"{relation} {start} -> {end} spans two scopes")
+    return found
+
+
+def forgetting(archive_threshold: float, delete_threshold: float, interval_seconds: int) -> dict[str, Any]:
+    """Whether forgetting is on, in words an administrator can act on (both thresholds 0: off, as the
+    reference design ships it)."""
+    enabled = archive_threshold > 0 or delete_threshold > 0
+    if not enabled:
+        note = "off: set CONSOLIDATION_ARCHIVE_THRESHOLD / _DELETE_THRESHOLD"
+    elif interval_seconds <= 0:
+        note = "on for runs asked by hand; not scheduled: set CONSOLIDATION_FORGET_INTERVAL_SECONDS"
+    else:
+        note = f"on: archive below {archive_threshold:g}, delete below {delete_threshold:g}"
+    return {"enabled": enabled, "archive_threshold": archive_threshold, "delete_threshold": delete_threshold,
+            "scheduled": enabled and interval_seconds > 0, "note": note}
