@@ -83,7 +83,11 @@ def test_violations_name_each_broken_invariant():
     records = [{"duplicate_id": "c", "canonical_id": "b", "state": "deleted", "merged_at": "1"}]
     found = violations(memories, records, [("RELATES_TO", "a", "b")], {"a": "u1", "b": "u2", "c": "u2"})
     assert found == ["a is active but points merged_into b", "a is merged into or superseded by b of another scope",
-                     "merge record of c is deleted but the memory is merged", "RELATES_TO a -> b spans two scopes"]
+                     "merge record of c is deleted but the memory is merged", "a is merged without a merge record",
+                     "RELATES_TO a -> b spans two scopes"]
+    assert violations([{"id": "d", "archived": True, "merged_into": "gone"}],
+                      [{"duplicate_id": "d", "canonical_id": "gone", "state": "done", "merged_at": "1"}], [], {}) == \
+        ["d is merged into gone, which is not a stored memory of its own"]
 
 
 def test_forgetting_is_off_by_default_and_says_how_to_turn_it_on(client, auth):

@@ -84,38 +84,49 @@ def violations(memories: Iterable[Mapping[str, Any]], records: Iterable[Mapping[
 
     `memories` are the stored nodes' properties, `records` the MergeRecords (the newest per duplicate decides),
     `links` (relation, from id, to id) the edges between memories, `scope_of` each memory's scope key.
-    - merged if and only if merged_into is set, and then archived; nothing active points merged_into anywhere;
-    - a merge record's state is its duplicate's state ('done': merged into that canonical, 'deleted': no node);
+    - merged if and only if merged_into is set, and then archived: nothing active points merged_into anywhere;
+      a merged memory's canonical is stored and not merged itself (a duplicate leaves with its canonical);
+    - a merge record's state is its duplicate's state ('done': merged, 'deleted': no node), and a merged
+      memory's newest record is 'done';
     - no merge, supersession or edge spans two scopes.
     """
-    found: list[str] = []
     nodes = {m["id"]: m for m in memories}
+    return _node_violations(nodes, scope_of) + _record_violations(nodes, records) + [
+        f"{relation} {start} -> {end} spans two scopes" for relation, start, end in links
+        if start in scope_of and end in scope_of and scope_of[start] != scope_of[end]]
+
+
+def _node_violations(nodes: Mapping[str, Mapping[str, Any]], scope_of: Mapping[str, str]) -> list[str]:
+    found = []
     for memory_id, memory in nodes.items():
-        if memory.get("merged_into") and not memory.get("archived"):
-            found.append(f"{memory_id} is active but points merged_into {memory['merged_into']}")
-        target = memory.get("merged_into") or memory.get("superseded_by")
+        canonical = memory.get("merged_into")
+        if canonical and not memory.get("archived"):
+            found.append(f"{memory_id} is active but points merged_into {canonical}")
+        if canonical and (canonical not in nodes or nodes[canonical].get("merged_into")):
+            found.append(f"{memory_id} is merged into {canonical}, which is not a stored memory of its own")
+        target = canonical or memory.get("superseded_by")
         if target and target in scope_of and scope_of[target] != scope_of.get(memory_id):
             found.append(f"{memory_id} is merged into or superseded by {target} of another scope")
+    return found
+
+
+def _record_violations(nodes: Mapping[str, Mapping[str, Any]], records: Iterable[Mapping[str, Any]]) -> list[str]:
     newest: dict[str, Mapping[str, Any]] = {}
     for record in records:
         kept = newest.get(record["duplicate_id"])
         if kept is None or str(record.get("merged_at")) >= str(kept.get("merged_at")):
             newest[record["duplicate_id"]] = record
+    found = []
     for duplicate_id, record in newest.items():
-        expected = RECORD_STATES.get(record["state"])
         node = nodes.get(duplicate_id)
         actual = DELETED if node is None else state_of(node)
+        expected = RECORD_STATES.get(record["state"])
         if expected is not None and actual != expected:
             found.append(f"merge record of {duplicate_id} is {record['state']} but the memory is {actual}")
-        if record["state"] == "done" and node is not None and node.get("merged_into") != record["canonical_id"] \
-                and nodes.get(node.get("merged_into") or "", {}).get("merged_into") is not None:
-            found.append(f"{duplicate_id} is merged into a memory that is merged itself")
-        if expected is None and actual == MERGED and record["state"] == "restored":
-            found.append(f"{duplicate_id} is merged but its newest merge record says restored")
-    for relation, start, end in links:
-        if start in scope_of and end in scope_of and scope_of[start] != scope_of[end]:
-            found.append(f"{relation} {start} -> {end} spans two scopes")
-    return found
+        if expected is None and actual == MERGED:
+            found.append(f"{duplicate_id} is merged but its newest merge record is {record['state']}")
+    return found + [f"{memory_id} is merged without a merge record" for memory_id, node in nodes.items()
+                    if state_of(node) == MERGED and memory_id not in newest]
 
 
 def forgetting(archive_threshold: float, delete_threshold: float, interval_seconds: int) -> dict[str, Any]:
