@@ -113,8 +113,7 @@ class MemoryService:
     def get(self, memory_id: str) -> dict[str, Any]:
         """The memory with its state (Gone, with when and why, for a deleted one)."""
         self.stores.ensure_ready()
-        return self.lifecycle.describe(parse_memory_id(memory_id), self.clock(),
-                                       self.settings.consolidation_tombstone_retention_days)
+        return self.lifecycle.describe(parse_memory_id(memory_id), self.settings.consolidation_tombstone_retention_days)
 
     def record_access(self, memory_id: str) -> dict[str, Any]:
         self.stores.ensure_ready()

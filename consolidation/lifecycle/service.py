@@ -152,7 +152,7 @@ class Lifecycle:
 
     # --- what a memory is now --------------------------------------------------------------------
 
-    def describe(self, memory_id: str, now: datetime, retention_days: float) -> dict[str, Any]:
+    def describe(self, memory_id: str, retention_days: float) -> dict[str, Any]:
         """The memory with its `state` (and `held_until`); Gone for a deleted one, NotFound if nothing is known."""
         memory = self.graph.get_memory(memory_id)
         if memory is not None:
