@@ -8,24 +8,29 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .engine import Run
+from . import TASK_NAMES, __version__
 from .errors import ServiceError
-from .importing import ImportProgress, throughput
-from .logs import configure_logging
-from .remote import RemoteService
-from .service import GraphServices, Services, build_services
-from .settings import TASK_NAMES, Settings, SettingsError, load_settings
-from .terminal import ImportBars, RunBars, RunState, on_terminal
+
+# The stores, numpy, pydantic and rich are loaded by the command that needs them: --help and a mistyped
+# argument answer at once.
+if TYPE_CHECKING:
+    from .engine import Run
+    from .importing import ImportProgress
+    from .remote import RemoteService
+    from .service import GraphServices, Services
+    from .settings import Settings
+    from .terminal import RunState
 
 URL_HELP = "Talk to a running service at this URL instead of opening the stores in this process."
 GRAPH_HELP = "The graph to work on (one FALKORDB_GRAPHS serves); default: FALKORDB_GRAPH."
 
 
 @click.group()
+@click.version_option(__version__, prog_name="consolidation")
 def main() -> None:
     """The memory consolidation service."""
 
@@ -59,6 +64,8 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 
     The report is printed as JSON (with lines_per_second); on a terminal, bars on stderr show the progress.
     """
+    from .terminal import ImportBars, on_terminal
+
     settings = _settings()
     data = path.read_bytes()
     flags = {"shift_to_now": shift_to_now, "overwrite": overwrite, "dry_run": dry_run}
@@ -86,11 +93,14 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 @click.option("--graph", help=GRAPH_HELP)
 def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, url: str | None,
                 graph: str | None) -> None:
-    """Run consolidation once and print the result as JSON (exit status 1 if a task failed). A dry run
-    previews the whole store unless --incremental asks for the next scheduled pass.
+    """Run consolidation once and print its run record as JSON, as GET /consolidate/runs/<id> shows it, here and
+    with --url alike (exit status 1 if a task failed). A dry run previews the whole store unless --incremental
+    asks for the next scheduled pass.
 
     On a terminal, a bar per task on stderr follows the run (with --url, as often as the status is polled).
     """
+    from .terminal import RunBars, on_terminal
+
     if incremental and (full_pass or not dry_run):
         raise click.UsageError("--incremental previews the next pass: give it with --dry-run, without --full-pass")
     settings = _settings()
@@ -108,17 +118,20 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, ur
             remote.close()
         click.echo(json.dumps(run, indent=2))
         sys.exit(0 if run.get("state") == "succeeded" else 1)
+    from .logs import configure_logging
+
     configure_logging(settings)
     services = _open(settings)
     try:
         engine = _graph(services, graph).engine
         begun = engine.begin(tasks, dry_run=dry_run, trigger="cli", full=full_pass, incremental=incremental)
         with RunBars(on_terminal(), tasks, lambda: _state_of(begun)):
-            result = engine.execute(begun)
+            engine.execute(begun)
+        run = engine.get_run(begun.id)
     finally:
         services.close()
-    click.echo(json.dumps(result, indent=2))
-    sys.exit(0 if result["success"] else 1)
+    click.echo(json.dumps(run, indent=2))
+    sys.exit(0 if run.get("state") == "succeeded" else 1)
 
 
 @main.command()
@@ -146,6 +159,8 @@ def calibrate(pairs: Path, precision: float) -> None:
 
 
 def _settings() -> Settings:
+    from .settings import SettingsError, load_settings
+
     try:
         return load_settings()
     except SettingsError as exc:
@@ -153,6 +168,8 @@ def _settings() -> Settings:
 
 
 def _open(settings: Settings):
+    from .service import build_services
+
     try:
         return build_services(settings)
     except ServiceError as exc:
@@ -170,11 +187,15 @@ def _graph(services: Services, name: str | None,
 
 
 def _remote(url: str, settings: Settings, graph: str | None) -> RemoteService:
+    from .remote import RemoteService
+
     return RemoteService(url, settings.admin_api_token.get_secret_value(), graph)
 
 
 def _local_import(settings: Settings, graph: str | None, data: bytes, if_empty: bool, flags: dict[str, bool],
                   progress: ImportProgress) -> dict[str, Any] | None:
+    from .importing import throughput
+
     services = _open(settings)
     gate = services.checks.import_gate(data, flags)
     try:
@@ -196,6 +217,8 @@ def _local_import(settings: Settings, graph: str | None, data: bytes, if_empty: 
 
 def _remote_import(remote: RemoteService, data: bytes, if_empty: bool, flags: dict[str, bool],
                    progress: ImportProgress) -> dict[str, Any] | None:
+    from .importing import throughput
+
     try:
         if if_empty and remote.memory_count():
             return None

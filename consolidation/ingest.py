@@ -37,9 +37,9 @@ class MemoryChecks:
         self.settings = settings
         self.clock = clock
 
-    def memory(self, body: Any, importing: bool = False) -> NewMemory:
+    def memory(self, body: Any, importing: bool = False, now: datetime | None = None) -> NewMemory:
         return parse_memory(body, vector_size=self.settings.vector_size,
-                            max_content_chars=self.settings.max_content_chars, now=self.clock(),
+                            max_content_chars=self.settings.max_content_chars, now=now or self.clock(),
                             importing=importing, scope_properties=self.settings.consolidation_scope_properties)
 
     def import_lines(self, data: bytes, report: ImportReport, shift_to_now: bool,
@@ -48,7 +48,9 @@ class MemoryChecks:
         bodies = read_jsonl(data, report, progress, self.settings.consolidation_scope_properties)
         if shift_to_now and not report.errors:
             shift_times(bodies, self.clock(), report)
-        lines = parse_lines(bodies, lambda body: self.memory(body, importing=True), report, progress)
+        # One moment for the whole import: two identical lines without times are one memory, filled in alike.
+        now = self.clock()
+        lines = parse_lines(bodies, lambda body: self.memory(body, importing=True, now=now), report, progress)
         report.errors.sort(key=lambda error: error["line"])
         return lines
 

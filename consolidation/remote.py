@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from .errors import GRAPH_HEADER, ServiceError
-from .importing import CHECKED, WRITTEN, ImportProgress, no_progress
+from .importing import CHECKED, REPORTED_LINES, WRITTEN, ImportProgress, no_progress
 
 CHUNK_LINES = 2000
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -55,9 +55,14 @@ class RemoteService:
         checked = _merged(checks)
         if len(chunks) > 1:
             reported = {error["line"] for error in checked["errors"]}
-            checked["errors"] += [error for error in _repeated_ids(data) if error["line"] not in reported]
-        if dry_run or checked["errors"] or checked["conflicts"]:
-            return checked
+            repeated = [error for error in _repeated_ids(data) if error["line"] not in reported]
+            checked["errors"] += repeated
+            checked["errors_total"] += len(repeated)
+        if dry_run:
+            return _totals(checked, dry_run=True)
+        if checked["errors"] or checked["conflicts"]:  # refused: the counts are what was written, nothing
+            return _totals({**checked, "created": 0, "overwritten": 0, "imported": 0, "skipped": 0,
+                            "skipped_lines": []}, dry_run=False)
         written, done = [], 0
         progress(WRITTEN, 0, total)
         for first, chunk in chunks:
@@ -66,15 +71,13 @@ class RemoteService:
             done += report["lines"]
             progress(WRITTEN, done, total)
             if report["errors"] or report["conflicts"]:
-                merged = _merged(written)
-                merged["stopped_at_line"] = first
-                return merged
-        return _merged(written)
+                return {**_totals(_merged(written), dry_run=False), "stopped_at_line": first}
+        return _totals(_merged(written), dry_run=False)
 
     def consolidate(self, tasks: list[str] | None, dry_run: bool, progress: Callable[[dict], None],
                     full_pass: bool = False, incremental: bool = False) -> dict[str, Any]:
         """Start a run (202) and follow it until it ends; the run's record is the result."""
-        body: dict[str, Any] = {"dry_run": dry_run, **({"full": True} if full_pass else {}),
+        body: dict[str, Any] = {"dry_run": dry_run, "trigger": "cli", **({"full": True} if full_pass else {}),
                                 **({"incremental": True} if incremental else {})}
         if tasks:
             body["task"] = tasks[0]
@@ -143,13 +146,21 @@ def _repeated_ids(data: bytes) -> list[dict[str, Any]]:
 
 def _merged(reports: list[dict[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] = {"lines": 0, "created": 0, "overwritten": 0, "imported": 0, "skipped": 0,
-                              "skipped_lines": [], "conflicts": [], "errors": []}
+                              "skipped_lines": [], "conflicts": [], "errors": [], "conflicts_total": 0,
+                              "errors_total": 0}
     for report in reports:
-        for key in ("lines", "created", "overwritten", "imported", "skipped"):
+        for key in ("lines", "created", "overwritten", "imported", "skipped", "conflicts_total", "errors_total"):
             merged[key] += report[key]
         for key in ("skipped_lines", "conflicts", "errors"):
             merged[key] += report[key]
     return merged
+
+
+def _totals(report: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+    """A merged report in the shape of one import's (ImportReport.public): the lists cut to the first lines of
+    each kind, with their totals."""
+    return {**report, "conflicts": report["conflicts"][:REPORTED_LINES], "errors": report["errors"][:REPORTED_LINES],
+            "skipped_lines": report["skipped_lines"][:REPORTED_LINES], "dry_run": dry_run}
 
 
 def _body(reply: httpx.Response) -> dict[str, Any]:

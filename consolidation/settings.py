@@ -10,9 +10,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from . import TASK_NAMES  # the one list of tasks, re-exported for the modules that read it here
 from .graphs import GraphSelection, parse_collections
 
-TASK_NAMES = ("decay", "dedup", "creative", "cluster", "forget")
 CREATIVE_KINDS = ("explains", "shares_theme", "parallel_context")
 TOKEN_FILE = "admin_token"
 SCOPE_PROPERTY = re.compile(r"[a-z][a-z0-9_]{0,63}")

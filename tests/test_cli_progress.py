@@ -104,7 +104,7 @@ def test_piped_commands_print_only_json_and_an_import_its_lines_per_second(cli_e
     done, _ = run_piped(["consolidate", "--task", "decay", "--dry-run"], cli_env)
     assert done.returncode == 0, done.stderr
     assert ESC not in done.stdout and ESC not in done.stderr
-    assert json.loads(done.stdout)["results"]["decay"]["memories_processed"] == 2000
+    assert json.loads(done.stdout)["result"]["decay"]["memories_processed"] == 2000
     assert "━" not in done.stderr and "memories in" not in done.stderr
 
 
@@ -137,7 +137,7 @@ def test_consolidate_on_a_terminal_shows_each_task_of_the_run(cli_env):
     status, stdout, shown = run_on_terminal(["consolidate", "--task", "decay", "--dry-run"], cli_env)
     assert status == 0, shown
     result = json.loads(stdout)
-    assert ESC not in stdout and result["results"]["decay"]["memories_processed"] == 36
+    assert ESC not in stdout and result["result"]["decay"]["memories_processed"] == 36
     assert any("decay" in line and "100%" in line and "36 memories in" in line for line in shown.splitlines())
     assert "consolidation decay done" in shown  # log lines still reach the terminal, above the bars
 
@@ -151,6 +151,49 @@ def test_consolidate_over_url_on_a_terminal_follows_the_polled_run(cli_env, clie
     run = json.loads(stdout)
     assert run["state"] == "succeeded" and run["result"]["decay"]["memories_processed"] == 3
     assert any("decay" in line and "100%" in line and "3 memories in" in line for line in shown.splitlines())
+
+
+def test_each_command_answers_in_one_shape_here_and_over_url(cli_env, client, serve, services, tmp_path):
+    path = tmp_path / "few.jsonl"
+    path.write_text("".join(json.dumps({"content": f"note {i}"}) + "\n" for i in range(5)))
+    url = serve(client.application)
+    for command in (["import", str(path)], ["consolidate", "--task", "decay"], ["consolidate", "--dry-run"]):
+        here = CliRunner().invoke(cli, command, env=cli_env)
+        there = CliRunner().invoke(cli, [*command, "--url", url], env=cli_env)
+        assert here.exit_code == there.exit_code == 0, (here.output, there.output)
+        local, remote = json.loads(here.stdout), json.loads(there.stdout)
+        assert set(local) == set(remote), (command, set(local) ^ set(remote))
+        if command[0] == "consolidate":
+            assert local["trigger"] == remote["trigger"] == "cli" and local["state"] == remote["state"] == "succeeded"
+            assert set(local["result"]) == set(remote["result"])
+        else:
+            assert local["created"] == remote["created"] == 5
+
+
+def test_a_refused_import_reports_nothing_written_here_and_over_url(cli_env, client, serve, services, tmp_path):
+    path = tmp_path / "bad_end.jsonl"
+    repeated = json.dumps({"id": "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b", "content": "said twice, no time"})
+    path.write_text("".join(json.dumps({"content": f"good {i}"}) + "\n" for i in range(30)) + repeated + "\n"
+                    + repeated + "\n" + '{"content": ""}\n')
+    url = serve(client.application)
+    for extra in ([], ["--url", url]):
+        done = CliRunner().invoke(cli, ["import", str(path), *extra], env=cli_env)
+        report = json.loads(done.stdout)
+        assert done.exit_code == 1 and "nothing imported" in done.stderr
+        assert (report["created"], report["imported"], report["errors_total"]) == (0, 0, 1), extra
+        assert report["errors"][0]["line"] == 33 and report["errors"][0]["field"] == "content"
+    assert services.stores.graph.count_memories() == 0
+
+
+def test_help_answers_without_loading_the_stores(cli_env):
+    done, seconds = run_piped(["--help"], cli_env)
+    assert done.returncode == 0 and "consolidate" in done.stdout
+    loaded = subprocess.run([sys.executable, "-c", "import sys; from consolidation.cli import main; "
+                             "print(sorted(m for m in ('numpy', 'pydantic', 'redis', 'rich') if m in sys.modules))"],
+                            cwd=ROOT, env=cli_env, capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"  # what makes a start slow is loaded by the command that needs it
+    version, _ = run_piped(["--version"], cli_env)
+    assert version.stdout.strip().endswith(__import__("consolidation").__version__)
 
 
 # --- the progress an import reports, local and over HTTP ------------------------------------------------------

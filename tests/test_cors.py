@@ -20,9 +20,9 @@ def cors_client(tmp_path, clock):
     services.close()
 
 
-def preflight(client, origin: str, path: str = "/consolidate/status"):
+def preflight(client, origin: str, path: str = "/consolidate/status", headers: str = "Authorization"):
     return client.options(path, headers={"Origin": origin, "Access-Control-Request-Method": "GET",
-                                         "Access-Control-Request-Headers": "Authorization"})
+                                         "Access-Control-Request-Headers": headers})
 
 
 def test_a_preflight_with_the_authorization_header_from_an_allowed_origin_succeeds(cors_client):
@@ -31,6 +31,12 @@ def test_a_preflight_with_the_authorization_header_from_an_allowed_origin_succee
     assert response.headers["Access-Control-Allow-Origin"] == ALLOWED
     assert "authorization" in response.headers["Access-Control-Allow-Headers"].lower()
     assert "Access-Control-Allow-Credentials" not in response.headers
+
+
+def test_a_page_on_an_allowed_origin_may_name_the_graph(cors_client):
+    response = preflight(cors_client, ALLOWED, headers="Authorization, X-Graph")
+    allowed = {h.strip().lower() for h in response.headers["Access-Control-Allow-Headers"].split(",")}
+    assert {"authorization", "x-graph"} <= allowed
 
 
 def test_the_real_request_from_an_allowed_origin_carries_the_header_and_still_needs_the_token(cors_client):

@@ -224,9 +224,9 @@ def test_the_cli_works_on_the_graph_it_is_given(tmp_path):
     ran = CliRunner().invoke(cli, ["consolidate", "--task", "decay", "--graph", "team_b"], env=env)
     assert ran.exit_code == 0, ran.output
     result = json.loads(ran.stdout)
-    assert result["graph"] == "team_b" and result["results"]["decay"]["memories_processed"] == 2
+    assert result["graph"] == "team_b" and result["result"]["decay"]["memories_processed"] == 2
     empty = CliRunner().invoke(cli, ["consolidate", "--task", "decay", "--graph", "team_a"], env=env)
-    assert json.loads(empty.stdout)["results"]["decay"]["memories_processed"] == 0
+    assert json.loads(empty.stdout)["result"]["decay"]["memories_processed"] == 0
 
 
 def test_the_cli_makes_a_new_graph_only_for_an_import_that_writes(tmp_path):

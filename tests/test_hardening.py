@@ -322,7 +322,7 @@ def test_local_commands_use_the_saved_token(cli_env):
     again = CliRunner().invoke(cli, ["import", str(SAMPLE)])
     assert again.exit_code == 0 and "imported 0 memories" in again.output and "skipped 36" in again.output
     ran = CliRunner().invoke(cli, ["consolidate", "--task", "decay", "--dry-run"])
-    assert ran.exit_code == 0 and json.loads(ran.stdout)["results"]["decay"]["memories_processed"] == 36
+    assert ran.exit_code == 0 and json.loads(ran.stdout)["result"]["decay"]["memories_processed"] == 36
 
 
 def test_import_over_url_with_one_bad_line_after_2000_good_ones_writes_nothing(cli_env, tmp_path, client, serve,

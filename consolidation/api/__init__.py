@@ -8,6 +8,7 @@ import sys
 from flask import Flask
 from flask_cors import CORS
 
+from ..errors import GRAPH_HEADER
 from ..dashboard import blueprint as dashboard
 from ..logs import configure_logging
 from ..service import Services, build_services
@@ -50,5 +51,5 @@ def _allow_origins(app: Flask, origins: tuple[str, ...]) -> None:
         return
     # Compiled exact patterns: flask-cors would read a string holding "[" (an IPv6 host) as a regular expression.
     CORS(app, origins=[re.compile(re.escape(origin) + r"\Z", re.IGNORECASE) for origin in origins],
-         allow_headers=["Authorization", "Content-Type"], supports_credentials=False, max_age=600,
+         allow_headers=["Authorization", "Content-Type", GRAPH_HEADER], supports_credentials=False, max_age=600,
          vary_header=True)

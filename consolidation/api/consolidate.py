@@ -35,7 +35,7 @@ def consolidate(json: ConsolidateRequest):
     """Run consolidation: 202 with the run to follow, or with wait the whole result (409 while a run goes on)."""
     # The body is validated before begin() takes the run lease: a refused request never holds it.
     engine = graph().engine
-    run = engine.begin(json.tasks, json.dry_run, trigger="api", scope=json.scope, full=json.full,
+    run = engine.begin(json.tasks, json.dry_run, trigger=json.trigger, scope=json.scope, full=json.full,
                        incremental=json.incremental)
     if json.wait:
         return jsonify(engine.execute(run)), 200

@@ -34,6 +34,9 @@ class ConsolidateRequest(Strict):
     incremental: bool = Field(False, description="dry run only: preview the next scheduled pass (what changed or "
                                                  "came due) instead of the whole store")
     wait: bool = Field(False, description="answer 200 with the result when done, instead of 202 at once")
+    trigger: Literal["api", "cli", "dashboard"] = Field(
+        "api", description="who asks, as the run history records it (the CLI and the dashboard name themselves; "
+                           "scheduled runs are recorded as schedule)")
     scope: dict[str, str | None] | None = Field(
         None, description="run one scope alone: a value for each of CONSOLIDATION_SCOPE_PROPERTIES, e.g. "
                           '{"user_id": "u-17"} (null: the memories without that property); the schedule '

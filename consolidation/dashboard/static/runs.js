@@ -72,7 +72,7 @@ async function startRun(task, dryRun, question) {
     : `Run ${what} for real? It changes stored memories.`);
   if (!window.confirm(asked)) return;
   try {
-    const started = await post("/consolidate", { task, dry_run: dryRun });
+    const started = await post("/consolidate", { task, dry_run: dryRun, trigger: "dashboard" });
     notify(`Run ${shortId(started.run_id)} started.`);
     const run = await follow(started.run_id);
     $("last-run-result").textContent = describe(run);
