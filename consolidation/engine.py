@@ -15,7 +15,7 @@ from typing import Any
 from .due import Dues, touches_expire_before
 from .embedding import Embedder
 from . import metrics
-from .errors import RunInProgress, StoreUnavailable
+from .errors import Conflict, NotFound, RunCancelled, RunInProgress, StoreUnavailable
 from .heartbeat import Heartbeat
 from .lifecycle import Lifecycle
 from .lifecycle.states import forgetting
@@ -27,6 +27,7 @@ from .settings import TASK_NAMES, Settings
 from .stores import Stores
 from .stores.changes import CHANGE
 from .stores.control import ControlStore, Watermark, new_holder
+from .stores.audit import AuditLog
 from .stores.runs import RunStore
 from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
@@ -36,6 +37,8 @@ from .timeutil import to_iso, utc_now
 
 log = logging.getLogger(__name__)
 PROGRESS_WRITE_SECONDS = 1.0
+CANCELLED_DURING = "cancelled by an administrator; stopped between chunks (what it wrote is whole)"
+CANCELLED_BEFORE = "cancelled by an administrator before it started"
 RUNS_KEPT = 100
 
 
@@ -55,6 +58,7 @@ class Run:
     scope: dict[str, str] | None = None  # a run of one scope; None: every memory
     graph: str | None = None
     full: bool = False  # the caller asked for full passes (dedup, creative, cluster otherwise may be incremental)
+    cancelled: bool = False  # an administrator asked it to stop; it stopped at a safe point
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "graph": self.graph, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
@@ -75,6 +79,7 @@ class ConsolidationEngine:
         self.graph_name = falkor.graph_name
         self.control = ControlStore(falkor)
         self.runs = RunStore(falkor)
+        self.audit = AuditLog(falkor)
         self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), HygieneStore(falkor, stores.graph.scoping),
                                    embedder)
         # The similarity graph, kept between runs: a task re-searches only the vectors that changed since.
@@ -113,6 +118,10 @@ class ConsolidationEngine:
             for task in run.tasks:
                 if run.lease_lost:
                     run.results[task] = {"success": False, "error": "run lease lost to another process"}
+                    continue
+                if run.cancelled or self._cancel_asked(run):
+                    run.cancelled = True
+                    run.results[task] = {"success": False, "cancelled": True, "error": CANCELLED_BEFORE}
                     continue
                 run.current_task = task
                 run.results[task] = self._run_task(run, task)
@@ -163,19 +172,45 @@ class ConsolidationEngine:
         """Run whatever is due, once across all processes: the due check is repeated under the lease."""
         now = now or self.clock()
         intervals, tick = self.settings.task_intervals, self.settings.consolidation_tick_seconds
-        if not due_tasks(self.control.state(), intervals, now, tick):
+        control = self.control.state()
+        if control.get("scheduler_paused") or not due_tasks(control, intervals, now, tick):
             return None
         try:
             run = self._leased_run([], dry_run=False, trigger="schedule")
         except RunInProgress:
             return None
-        # Another process may have run the same tasks between our first look and taking the lease.
-        run.tasks = due_tasks(self.control.state(), intervals, now, tick)
+        # Another process may have run the same tasks (or paused the schedule) since our first look.
+        control = self.control.state()
+        run.tasks = [] if control.get("scheduler_paused") else due_tasks(control, intervals, now, tick)
         if not run.tasks:
             self.control.release_lease(run.id)
             return None
         self._open_record(run)
         return self.execute(run)
+
+    def cancel(self, run_id: str) -> dict[str, Any]:
+        """Ask a running run (of any process) to stop at its next safe point; NotFound / Conflict otherwise."""
+        at = to_iso(self.clock())
+        if not self.runs.request_cancel(run_id, at):
+            run = self.get_run(run_id)
+            if run is None:
+                raise NotFound(f"no consolidation run {run_id}")
+            raise Conflict(f"run {run_id} is {run['state']}: only a running run can be cancelled", state=run["state"])
+        self.audit.record("run_cancel_requested", at, run_id=run_id)
+        return {"run_id": run_id, "cancel_requested_at": at}
+
+    def pause(self, paused: bool) -> dict[str, Any]:
+        """Pause or resume this graph's schedule for every process (runs asked by hand still run)."""
+        at = to_iso(self.clock())
+        self.control.set_paused(paused, at)
+        self.audit.record("scheduler_paused" if paused else "scheduler_resumed", at)
+        return {"graph": self.graph_name, "paused": paused, "at": at}
+
+    def _cancel_asked(self, run: Run) -> bool:
+        try:
+            return self.runs.cancel_requested(run.id)
+        except Exception:  # a store hiccup: the next safe point asks again
+            return False
 
     # --- reading ---------------------------------------------------------------------------------
 
@@ -190,6 +225,7 @@ class ConsolidationEngine:
             "current_run": _public_run(current) if current else None,
             "lease": _public_lease(lease),
             "store_counts": self._counts(),
+            "paused": bool(control.get("scheduler_paused")), "paused_at": control.get("scheduler_paused_at"),
             "forgetting": forgetting(self.settings.consolidation_archive_threshold,
                                      self.settings.consolidation_delete_threshold,
                                      self.settings.consolidation_forget_interval_seconds),
@@ -201,10 +237,11 @@ class ConsolidationEngine:
         if status is None:
             control, lease = self.control.state_and_lease()
             status = {**{f"last_{task}": control.get(f"last_{task}") for task in TASK_NAMES},
-                      "next_due": self._next_due(control, self.clock()), "lease": _public_lease(lease)}
+                      "next_due": self._next_due(control, self.clock()), "lease": _public_lease(lease),
+                      "paused": bool(control.get("scheduler_paused"))}
         lease = status["lease"]
         return {"graph": self.graph_name, "last": {task: status[f"last_{task}"] for task in TASK_NAMES},
-                "next_due": status["next_due"],
+                "next_due": status["next_due"], "paused": status["paused"],
                 "current_run": {key: lease[key] for key in ("run_id", "task", "holder")} if lease else None}
 
     def get_run(self, run_id: str) -> dict[str, Any] | None:
@@ -291,6 +328,9 @@ class ConsolidationEngine:
             with collection_paused():
                 report = {"pass": plan.name, "pass_reason": plan.reason, **TASKS[task](ctx, run.dry_run),
                           "success": True}
+        except RunCancelled:  # at a safe point (between chunks): what was written is whole
+            run.cancelled = True
+            report = {"pass": plan.name, "success": False, "cancelled": True, "error": CANCELLED_DURING}
         except Exception as exc:  # a failing task is recorded and retried later; it must not end the run
             log.exception("consolidation %s failed run=%s", task, run.id)
             report = {"pass": plan.name, "success": False, "error": f"{type(exc).__name__}: {exc}"}
@@ -300,7 +340,8 @@ class ConsolidationEngine:
         log.info("consolidation %s done graph=%s processed=%s seconds=%.3f success=%s dry_run=%s pass=%s run=%s",
                  task, run.graph, report.get("memories_processed", 0), report["seconds"], report["success"],
                  run.dry_run, report["pass"], run.id)
-        if not run.dry_run and not run.scope:  # the schedule is the whole graph's: one scope's run leaves it
+        # The schedule is the whole graph's: one scope's run leaves it; a cancelled task is no failure to retry.
+        if not run.dry_run and not run.scope and not report.get("cancelled"):
             self._record(run, task, ctx.now, report, _watermark(task, control, report, ctx.now, self.settings))
         return report
 
@@ -343,7 +384,8 @@ class ConsolidationEngine:
     def _finish(self, run: Run) -> dict[str, Any]:
         finished = self.clock()
         success = all(r.get("success") for r in run.results.values())
-        summary = {"state": "succeeded" if success else "failed", "finished_at": to_iso(finished),
+        state = "cancelled" if run.cancelled else "succeeded" if success else "failed"
+        summary = {"state": state, "finished_at": to_iso(finished),
                    "result": run.results, "progress": run.progress}
 
         def close_record() -> None:
@@ -356,7 +398,7 @@ class ConsolidationEngine:
                 **({"scope": run.scope} if run.scope else {}),
                 "started_at": to_iso(run.started_at), "finished_at": to_iso(finished),
                 "duration_seconds": round((finished - run.started_at).total_seconds(), 3),
-                "success": success, "results": run.results}
+                "success": success, "cancelled": run.cancelled, "results": run.results}
 
     def _write_or_defer(self, what: str, write: Callable[[], None]) -> None:
         """Write a record now; if the store is down, keep it for the first tick after it is back.
@@ -401,9 +443,13 @@ class ProgressWriter:
         if now - self.last_write >= PROGRESS_WRITE_SECONDS or processed >= total:
             self.last_write = now
             try:
-                self.runs.update(self.run.id, {"progress": self.run.progress, "current_task": self.task})
+                asked = self.runs.update_progress(self.run.id, {"progress": self.run.progress,
+                                                                 "current_task": self.task})
             except Exception:  # progress is informative; losing one update must not fail the task
                 log.warning("consolidation could not write progress run=%s", self.run.id)
+                return
+            if asked:  # a task reports progress between chunks only: a safe point to stop at
+                raise RunCancelled(self.run.id)
 
 
 def _public_lease(lease) -> dict[str, Any] | None:

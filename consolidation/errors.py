@@ -55,6 +55,13 @@ class RunInProgress(ServiceError):
         self.run_id = run_id
 
 
+class RunCancelled(Exception):
+    """Raised inside a task at a safe point when an administrator asked its run to stop (never reaches a caller)."""
+
+    def __init__(self, run_id: str):
+        super().__init__(f"run {run_id} was cancelled")
+
+
 class Conflict(ServiceError):
     status = 409
     error = "conflict"

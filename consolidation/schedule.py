@@ -47,3 +47,20 @@ def _time(value: Any) -> datetime | None:
         return parse_iso(str(value))
     except ValueError:
         return None
+
+
+def why_not_run(task: str, interval: float, scheduler_enabled: bool, paused: bool, forgetting_on: bool,
+                creative_kinds: tuple[str, ...]) -> str | None:
+    """Why a task will not run on schedule (or will run and change nothing), in words an administrator can act
+    on; None when nothing stops it."""
+    if task == "forget" and not forgetting_on:
+        return "off: set CONSOLIDATION_ARCHIVE_THRESHOLD / _DELETE_THRESHOLD (both 0 by default)"
+    if task == "creative" and not creative_kinds:
+        return "writes nothing: CONSOLIDATION_CREATIVE_KINDS is empty"
+    if interval <= 0:
+        return f"not scheduled: CONSOLIDATION_{task.upper()}_INTERVAL_SECONDS is 0"
+    if not scheduler_enabled:
+        return "not scheduled: the scheduler is disabled (CONSOLIDATION_SCHEDULER_ENABLED=false)"
+    if paused:
+        return "not scheduled: the schedule is paused (POST /consolidate/scheduler {\"paused\": false})"
+    return None

@@ -6,7 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
@@ -282,6 +282,19 @@ class Settings(BaseModel):
     @property
     def uses_embedded_store(self) -> bool:
         return self.falkordb_host is None or self.qdrant_url is None
+
+    def in_force(self) -> dict[str, Any]:
+        """Every setting as the service runs with it, secrets shown only as set or not (never their value)."""
+        shown: dict[str, Any] = {}
+        for name, value in self.model_dump().items():
+            if isinstance(getattr(self, name), SecretStr):
+                value = "(set)"
+            elif isinstance(value, Path):
+                value = str(value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            shown[name] = value
+        return shown
 
     @property
     def task_intervals(self) -> dict[str, int]:

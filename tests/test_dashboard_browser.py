@@ -234,8 +234,21 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     assert "(decay, dry run)" in page.inner_text("#current-run-state")
     assert "decay 3 / 7 memories" in page.inner_text("#current-run-state")
     assert page.eval_on_selector("#current-run-progress", "bar => [bar.value, bar.max, bar.hidden]") == [3, 7, False]
-    engine.execute(run)
+    # Cancelled from the page: the run stops before its task starts.
+    page.click("#cancel-run")
+    assert dialogs[-1].startswith(f"Cancel run {run.id[:8]}")
+    page.wait_for_selector("#notice:has-text('next safe point')")
+    assert engine.execute(run)["cancelled"] is True
     page.wait_for_selector("#current-run-state:has-text('No run in progress')")
+    assert page.is_hidden("#cancel-run")
+
+    # The schedule paused and resumed from the page, as status says.
+    page.click("#schedule-toggle")
+    page.wait_for_selector("#schedule-state:has-text('paused')")
+    assert call("GET", "/consolidate/status")["paused"] is True
+    page.click("#schedule-toggle")
+    page.wait_for_selector("#schedule-state:has-text('running')")
+    assert call("GET", "/consolidate/status")["paused"] is False
 
     # A dry forget from the page: confirmed, then every decision with its reason, and nothing written.
     second = service["second"]

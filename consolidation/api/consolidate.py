@@ -8,7 +8,9 @@ from ..errors import GRAPH_HEADER, NotFound
 from ..memory import parse_uuid
 from .auth import require_admin
 from .context import graph, services
+from ..schedule import why_not_run
 from .models import (
+    CancelAnswer,
     ConsolidateRequest,
     ErrorBody,
     ReconcileReport,
@@ -17,6 +19,9 @@ from .models import (
     RunRecord,
     RunResult,
     RunStarted,
+    SchedulerAnswer,
+    SchedulerRequest,
+    SettingsAnswer,
     Status,
 )
 from .openapi import ADMIN, addresses_graph, amend, answers, api, uuid_in_path
@@ -81,6 +86,41 @@ def run_status(run_id: str):
     if run is None:
         raise NotFound(f"no consolidation run {run_id} (runs beyond the newest 100 are not kept)")
     return jsonify(run)
+
+
+@blueprint.post("/consolidate/runs/<run_id>/cancel")
+@require_admin
+@api.validate(resp=answers(HTTP_200=CancelAnswer, HTTP_404=ErrorBody, HTTP_409=ErrorBody), **ADMIN_ROUTE)
+@amend(RUN_ID)
+def cancel_run(run_id: str):
+    """Ask a running run to stop at its next safe point (between chunks), whichever process runs it; 409 if it is
+    not running. The run then ends as cancelled; tasks it did not reach are listed as cancelled."""
+    return jsonify(graph().engine.cancel(parse_uuid(run_id, "run_id")))
+
+
+@blueprint.post("/consolidate/scheduler")
+@require_admin
+@api.validate(resp=answers(HTTP_200=SchedulerAnswer), **ADMIN_ROUTE)
+def scheduler(json: SchedulerRequest):
+    """Pause or resume the addressed graph's schedule in every process (runs asked by hand still run)."""
+    return jsonify(graph().engine.pause(json.paused))
+
+
+@blueprint.get("/consolidate/settings")
+@require_admin
+@api.validate(resp=answers(HTTP_200=SettingsAnswer), **ADMIN_ROUTE)
+def settings_in_force():
+    """The settings in force (secrets shown only as set), and beside each task why it will not run, if it
+    will not."""
+    svc = services()
+    settings = svc.settings
+    control = graph().engine.control.state()
+    forget_on = settings.consolidation_archive_threshold > 0 or settings.consolidation_delete_threshold > 0
+    tasks = {task: {"interval_seconds": interval, "why_not": why_not_run(
+        task, interval, settings.consolidation_scheduler_enabled, bool(control.get("scheduler_paused")), forget_on,
+        settings.consolidation_creative_kinds)} for task, interval in settings.task_intervals.items()}
+    return jsonify({"settings": settings.in_force(), "tasks": tasks,
+                    "paused": bool(control.get("scheduler_paused"))})
 
 
 @blueprint.post("/reconcile")

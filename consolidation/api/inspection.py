@@ -66,7 +66,7 @@ class RunSummary(BaseModel):
     at GET /consolidate/runs/<run_id>)."""
 
     run_id: str
-    state: Literal["running", "succeeded", "failed", "abandoned"]
+    state: Literal["running", "succeeded", "failed", "abandoned", "cancelled"]
     tasks: list[str]
     dry_run: bool
     trigger: str | None

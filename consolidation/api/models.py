@@ -62,6 +62,36 @@ class ConsolidateRequest(Strict):
         return list(TASK_NAMES) if name is None or name in ALL_TASKS else [name]
 
 
+class SchedulerRequest(Strict):
+    """POST /consolidate/scheduler: pause or resume the addressed graph's schedule, in every process."""
+
+    paused: bool
+
+
+class SchedulerAnswer(BaseModel):
+    graph: str
+    paused: bool
+    at: str
+
+
+class CancelAnswer(BaseModel):
+    run_id: str
+    cancel_requested_at: str = Field(description="the run stops at its next safe point (between chunks)")
+
+
+class TaskSchedule(BaseModel):
+    interval_seconds: int
+    why_not: str | None = Field(description="why it will not run on schedule (or will change nothing); null: it will")
+
+
+class SettingsAnswer(BaseModel):
+    """GET /consolidate/settings: every setting in force (secrets only as "(set)") and each task's outlook."""
+
+    settings: dict[str, Any]
+    tasks: dict[str, TaskSchedule]
+    paused: bool
+
+
 class ReconcileRequest(Strict):
     """POST /reconcile: compare the stores, and optionally repair what differs."""
 
@@ -137,6 +167,7 @@ class RunResult(BaseModel):
     finished_at: str
     duration_seconds: float
     success: bool
+    cancelled: bool = Field(False, description="an administrator stopped it at a safe point")
     scope: dict[str, str | None] | None = Field(None, description="the one scope the run was limited to")
     results: dict[str, dict[str, Any]]
 
@@ -153,12 +184,13 @@ class RunRecord(BaseModel):
 
     run_id: str
     graph: str | None = Field(None, description="the graph the run consolidated (none in older records)")
-    state: Literal["running", "succeeded", "failed", "abandoned"]
+    state: Literal["running", "succeeded", "failed", "abandoned", "cancelled"]
     tasks: list[str]
     dry_run: bool
     trigger: str
     started_at: str
     finished_at: str | None = None
+    cancel_requested_at: str | None = Field(None, description="when an administrator asked it to stop")
     current_task: str | None = None
     progress: Progress | dict[str, Any] | None = None
     result: dict[str, dict[str, Any]] | None = None
@@ -208,6 +240,7 @@ class GraphSchedule(BaseModel):
     collection: str
     last: dict[str, str | None]
     next_due: dict[str, str | None]
+    paused: bool = Field(False, description="its schedule is paused (POST /consolidate/scheduler)")
     current_run: dict[str, str | None] | None
 
 
@@ -238,6 +271,9 @@ class Status(BaseModel):
     lease: Lease | None = None
     store_counts: StoreCounts | None = None
     forgetting: Forgetting | None = None
+    paused: bool | None = Field(None, description="the addressed graph's schedule is paused: no scheduled run "
+                                                  "starts (runs asked by hand still do)")
+    paused_at: str | None = None
     graphs: list[GraphSchedule]
     scheduler: SchedulerState
 

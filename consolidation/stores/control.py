@@ -91,6 +91,12 @@ class ControlStore:
             update = f"c.failures_{task} = coalesce(c.failures_{task}, 0) + 1, c.last_failure_{task} = $ran_at"
         self.falkor.execute(f"MATCH {CONTROL} SET c.history = $history, {update}", params)
 
+    def set_paused(self, paused: bool, at: str) -> None:
+        """Pause or resume this graph's schedule (every process reads it before a scheduled run)."""
+        self.ensure()
+        self.falkor.execute(f"MATCH {CONTROL} SET c.scheduler_paused = $paused, c.scheduler_paused_at = $at",
+                            {"paused": paused, "at": at if paused else None})
+
     # --- the lease: who may run consolidation now -------------------------------------------------------
 
     def acquire_lease(self, holder: str, run_id: str, task: str | None, ttl: float) -> Lease | None:

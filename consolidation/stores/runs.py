@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .falkor import Falkor
+from .falkor import Falkor, booleans
 
 JSON_FIELDS = ("tasks", "progress", "result", "scope")
 
@@ -23,6 +23,25 @@ class RunStore:
         self.falkor.execute(
             "MATCH (r:ConsolidationRun {id: $id}) SET r += $fields", {"id": run_id, "fields": _encode(fields)}
         )
+
+    def update_progress(self, run_id: str, fields: dict[str, Any]) -> bool:
+        """update(), answering whether an administrator asked the run to stop (one round trip)."""
+        rows = self.falkor.execute(
+            "MATCH (r:ConsolidationRun {id: $id}) SET r += $fields RETURN r.cancel_requested_at IS NOT NULL",
+            {"id": run_id, "fields": _encode(fields)})
+        return bool(rows) and bool(booleans([rows[0][0]])[0])
+
+    def request_cancel(self, run_id: str, at: str) -> bool:
+        """Ask a running run to stop at its next safe point; False if it is not running."""
+        rows = self.falkor.execute(
+            "MATCH (r:ConsolidationRun {id: $id}) WHERE r.state = 'running' SET r.cancel_requested_at = $at "
+            "RETURN r.id", {"id": run_id, "at": at})
+        return bool(rows)
+
+    def cancel_requested(self, run_id: str) -> bool:
+        rows = self.falkor.execute("MATCH (r:ConsolidationRun {id: $id}) RETURN r.cancel_requested_at IS NOT NULL",
+                                   {"id": run_id}, read_only=True)
+        return bool(rows) and bool(booleans([rows[0][0]])[0])
 
     def get(self, run_id: str) -> dict[str, Any] | None:
         rows = self.falkor.records(

@@ -26,6 +26,42 @@ export function setUp(finished) {
   $("run-full-real").addEventListener("click", () => startRun("full", false));
   $("forget-preview-button").addEventListener("click", () => startRun("forget", true,
     "Preview forgetting? This dry run only reports what forgetting would do; it writes nothing."));
+  $("schedule-toggle").addEventListener("click", toggleSchedule);
+  $("cancel-run").addEventListener("click", cancelRun);
+}
+
+let schedulePaused = false;
+let shownRunId = null;
+
+/** Pause or resume the schedule of this graph in every process (runs asked here still run). */
+async function toggleSchedule() {
+  const pausing = !schedulePaused;
+  if (!window.confirm(pausing ? "Pause the schedule? No scheduled run starts until it is resumed."
+    : "Resume the schedule?")) return;
+  try {
+    const answer = await post("/consolidate/scheduler", { paused: pausing });
+    showPaused(answer.paused);
+    notify(answer.paused ? "Schedule paused." : "Schedule resumed.");
+  } catch (error) {
+    notify(`Could not ${pausing ? "pause" : "resume"} the schedule: ${error.message}`, true);
+  }
+}
+
+function showPaused(paused) {
+  schedulePaused = Boolean(paused);
+  $("schedule-state").textContent = schedulePaused ? "paused" : "running";
+  $("schedule-toggle").textContent = schedulePaused ? "Resume schedule" : "Pause schedule";
+}
+
+/** Ask the run shown to stop at its next safe point (between chunks). */
+async function cancelRun() {
+  if (!shownRunId || !window.confirm(`Cancel run ${shortId(shownRunId)}? It stops between chunks.`)) return;
+  try {
+    await post(`/consolidate/runs/${encodeURIComponent(shownRunId)}/cancel`);
+    notify(`Run ${shortId(shownRunId)} will stop at its next safe point.`);
+  } catch (error) {
+    notify(`Could not cancel the run: ${error.message}`, true);
+  }
 }
 
 /** The scheduler, each task's last and next run, and a run in progress, from GET /consolidate/status. */
@@ -37,6 +73,7 @@ export function showStatus(status) {
     ["last look", when(scheduler.last_tick_at)],
     ["last error", scheduler.last_error ?? "none"],
   ]);
+  if (status.paused !== undefined && status.paused !== null) showPaused(status.paused);
   for (const row of $("tasks").tBodies[0].rows) {
     const task = row.dataset.task;
     row.querySelector(".last").textContent = when(status[`last_${task}`]);
@@ -50,6 +87,8 @@ export function showStatus(status) {
 function showProgress(run) {
   const state = $("current-run-state");
   const bar = $("current-run-progress");
+  shownRunId = run && run.state === "running" ? run.run_id : null;
+  $("cancel-run").hidden = shownRunId === null;
   if (!run || run.state !== "running") {
     state.textContent = "No run in progress.";
     bar.hidden = true;
@@ -100,7 +139,8 @@ async function follow(runId) {
 
 function describe(run) {
   const parts = Object.entries(run.result || {}).map(([task, report]) =>
-    `${task} ${report.success ? "ok" : `failed (${report.error})`} in ${report.seconds} s`);
+    report.cancelled && report.seconds === undefined ? `${task} not started (cancelled)`
+      : `${task} ${report.success ? "ok" : report.cancelled ? "cancelled" : `failed (${report.error})`} in ${report.seconds} s`);
   return `Last run ${shortId(run.run_id)}${run.dry_run ? " (dry run)" : ""} ${run.state}: ${parts.join("; ")}.`;
 }
 

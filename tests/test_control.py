@@ -1,0 +1,87 @@
+"""Administrators steer consolidation: the settings in force (secrets hidden) with why a task will not run,
+pausing and resuming the schedule for every process, and cancelling a run at a safe point."""
+
+from __future__ import annotations
+
+import pytest
+
+from consolidation import engine as engine_module
+from consolidation.service import build_services
+from consolidation.tasks import TASKS
+from tests.conftest import TOKEN, add_memory, make_settings
+
+
+@pytest.fixture
+def steered(tmp_path, clock):
+    # The scheduler is enabled but not started: the tests tick it by hand.
+    services = build_services(make_settings(tmp_path / "data", consolidation_decay_interval_seconds=3600,
+                                            consolidation_scheduler_enabled=True,
+                                            summarizer_llm_api_key="sk-very-secret-key"), clock=clock)
+    yield services
+    services.close()
+
+
+def test_the_settings_in_force_hide_secrets_and_say_why_a_task_will_not_run(steered, client_for):
+    client = client_for(steered)
+    answer = client.get("/consolidate/settings", headers=client.auth)
+    assert answer.status_code == 200
+    body = answer.json
+    assert body["settings"]["admin_api_token"] == body["settings"]["summarizer_llm_api_key"] == "(set)"
+    assert TOKEN not in answer.get_data(as_text=True) and "sk-very-secret-key" not in answer.get_data(as_text=True)
+    assert body["settings"]["consolidation_decay_interval_seconds"] == 3600
+    assert body["tasks"]["decay"]["why_not"] is None
+    assert body["tasks"]["forget"]["why_not"].startswith("off: set CONSOLIDATION_ARCHIVE_THRESHOLD")
+    assert body["tasks"]["cluster"]["why_not"] is None  # scheduled every 30 days by default
+    assert client.get("/consolidate/settings").status_code == 401
+
+
+def test_a_paused_schedule_skips_due_tasks_until_resumed(steered, client_for, clock):
+    add_memory(steered)
+    client = client_for(steered)
+    assert "decay" in steered.scheduler.run_once()[0]["tasks"]
+    answer = client.post("/consolidate/scheduler", json={"paused": True}, headers=client.auth)
+    assert answer.status_code == 200 and answer.json["paused"] is True
+    clock.advance(hours=2)
+    assert steered.scheduler.run_once() == []  # decay is due, and skipped: the pause is in the graph
+    status = client.get("/consolidate/status", headers=client.auth).json
+    assert status["paused"] is True and status["graphs"][0]["paused"] is True
+    settings = client.get("/consolidate/settings", headers=client.auth).json
+    assert "paused" in settings["tasks"]["decay"]["why_not"]
+    assert steered.engine.run(["decay"])["success"]  # a run asked by hand still runs
+    assert client.post("/consolidate/scheduler", json={"paused": False}, headers=client.auth).status_code == 200
+    clock.advance(hours=2)
+    assert "decay" in steered.scheduler.run_once()[0]["tasks"]
+    actions = [entry["action"] for entry in steered.memories.audit.recent()]
+    assert actions[:2] == ["scheduler_resumed", "scheduler_paused"]
+    assert client.post("/consolidate/scheduler", json={"paused": "yes"}, headers=client.auth).status_code == 400
+
+
+def test_a_run_is_cancelled_at_a_safe_point_and_its_other_tasks_do_not_start(steered, client_for, monkeypatch):
+    client = client_for(steered)
+    monkeypatch.setattr(engine_module, "PROGRESS_WRITE_SECONDS", 0.0)
+    reached = []
+
+    def long_task(ctx, dry_run):
+        ctx.progress(0, 10)
+        run_id = steered.engine.control.current_lease().run_id
+        asked = client.post(f"/consolidate/runs/{run_id}/cancel", headers=client.auth)
+        assert asked.status_code == 200
+        ctx.progress(5, 10)  # the next safe point
+        reached.append("past the safe point")
+        return {"memories_processed": 10}
+
+    monkeypatch.setitem(TASKS, "decay", long_task)
+    result = steered.engine.run(["decay", "dedup", "forget"])
+    assert reached == [] and result["cancelled"] is True and result["success"] is False
+    assert result["results"]["decay"]["cancelled"] and "between chunks" in result["results"]["decay"]["error"]
+    assert all(result["results"][task]["error"].endswith("before it started") for task in ("dedup", "forget"))
+    record = client.get(f"/consolidate/runs/{result['run_id']}", headers=client.auth).json
+    assert record["state"] == "cancelled" and record["cancel_requested_at"]
+    # A cancelled task is no failure: nothing is counted for the retry backoff, and nothing recorded as done.
+    control = steered.engine.control.state()
+    assert not control.get("failures_decay") and not control.get("last_decay")
+    again = client.post(f"/consolidate/runs/{result['run_id']}/cancel", headers=client.auth)
+    assert again.status_code == 409 and again.json["state"] == "cancelled"
+    unknown = client.post("/consolidate/runs/00000000-0000-4000-8000-000000000000/cancel", headers=client.auth)
+    assert unknown.status_code == 404
+    assert [e["action"] for e in steered.memories.audit.recent()][0] == "run_cancel_requested"
