@@ -85,3 +85,33 @@ def test_a_run_is_cancelled_at_a_safe_point_and_its_other_tasks_do_not_start(ste
     unknown = client.post("/consolidate/runs/00000000-0000-4000-8000-000000000000/cancel", headers=client.auth)
     assert unknown.status_code == 404
     assert [e["action"] for e in steered.memories.audit.recent()][0] == "run_cancel_requested"
+
+
+def test_memories_are_found_by_id_or_text_and_links_are_listed_with_their_texts(steered, client_for):
+    client = client_for(steered)
+    first = add_memory(steered, content="The billing database is PostgreSQL 15")
+    second = add_memory(steered, content="The billing database is MySQL 8", archived=True)
+    lunch = add_memory(steered, content="Lunch is at noon")
+    steered.stores.graph.falkor.execute(
+        "MATCH (a:Memory {id: $a}), (b:Memory {id: $b}) CREATE (a)-[:CONTRADICTS {confidence: 0.9, "
+        "reason: 'conflicting database', detected_at: '2026-06-01T12:00:00+00:00'}]->(b)", {"a": first, "b": second})
+    steered.stores.graph.create_associations("DISCOVERED", [{"a": first, "b": lunch, "props": {
+        "kind": "shares_theme", "confidence": 0.8, "discovered_at": "2026-06-01T12:00:00+00:00"}}])
+
+    found = client.get("/memories/search", query_string={"q": "BILLING database"}, headers=client.auth).json
+    assert found["total"] == 2 and {m["memory_id"]: m["state"] for m in found["items"]} == \
+        {first: "active", second: "archived"}
+    by_id = client.get("/memories/search", query_string={"q": first}, headers=client.auth).json
+    assert [m["memory_id"] for m in by_id["items"]] == [first]
+    paged = client.get("/memories/search", query_string={"q": "billing", "limit": 1, "offset": 1},
+                       headers=client.auth).json
+    assert paged["total"] == 2 and len(paged["items"]) == 1
+    assert client.get("/memories/search", headers=client.auth).status_code == 400
+
+    (contradiction,) = client.get("/hygiene/contradictions", headers=client.auth).json["items"]
+    assert (contradiction["from_content"], contradiction["to_content"]) == (
+        "The billing database is PostgreSQL 15", "The billing database is MySQL 8")
+    assert contradiction["reason"] == "conflicting database" and contradiction["confidence"] == 0.9
+    (association,) = client.get("/hygiene/associations", headers=client.auth).json["items"]
+    assert association["kind"] == "shares_theme" and association["detected_at"] == "2026-06-01T12:00:00+00:00"
+    assert association["to_content"] == "Lunch is at noon"

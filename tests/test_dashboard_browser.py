@@ -242,6 +242,11 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     page.wait_for_selector("#current-run-state:has-text('No run in progress')")
     assert page.is_hidden("#cancel-run")
 
+    # The settings in force, secrets hidden.
+    page.click("#settings summary")
+    settings_text = page.inner_text("#settings-facts")
+    assert "consolidation_grace_period_days" in settings_text and TOKEN not in page.content()
+
     # The schedule paused and resumed from the page, as status says.
     page.click("#schedule-toggle")
     page.wait_for_selector("#schedule-state:has-text('paused')")

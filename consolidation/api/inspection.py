@@ -40,6 +40,10 @@ class RestorableQuery(PageQuery):
                     "(restorable from its tombstone)")
 
 
+class SearchQuery(PageQuery):
+    q: str = Field(min_length=1, max_length=500, description="a memory's id, or text its content holds (any case)")
+
+
 class HistogramQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -145,6 +149,37 @@ class SupersessionPage(PageInfo):
     items: list[Supersession]
 
 
+class Link(BaseModel):
+    from_id: str
+    from_content: str | None
+    to_id: str
+    to_content: str | None
+    kind: str | None = Field(description="DISCOVERED: explains, shares_theme, parallel_context; else null")
+    confidence: float | None
+    reason: str | None
+    detected_at: str | None
+
+
+class LinkPage(PageInfo):
+    items: list[Link]
+
+
+class FoundMemory(BaseModel):
+    memory_id: str
+    type: str | None
+    content: str | None = Field(description=f"its first {PREVIEW_CHARS} characters")
+    timestamp: str | None
+    relevance_score: float | None
+    state: Literal["active", "archived", "merged"]
+    merged_into: str | None
+    superseded_by: str | None
+    held_until: str | None
+
+
+class FoundPage(PageInfo):
+    items: list[FoundMemory]
+
+
 class RestorableMemory(BaseModel):
     memory_id: str
     kind: Literal["archived", "merged", "deleted"]
@@ -213,6 +248,32 @@ def merges(query: PageQuery):
 def supersessions(query: PageQuery):
     """Every SUPERSEDES edge: the newer memory, the older one it changes, confidence and reason."""
     return _paged(SupersessionPage, _ready_graph().inspection.supersessions(query.limit, query.offset), query)
+
+
+@blueprint.get("/hygiene/contradictions")
+@require_admin
+@api.validate(query=PageQuery, resp=answers(HTTP_200=LinkPage), **READ_ROUTE)
+def contradictions(query: PageQuery):
+    """Every CONTRADICTS edge dedup wrote: the two memories, how sure, and why."""
+    return _paged(LinkPage, _ready_graph().inspection.links("contradictions", query.limit, query.offset), query)
+
+
+@blueprint.get("/hygiene/associations")
+@require_admin
+@api.validate(query=PageQuery, resp=answers(HTTP_200=LinkPage), **READ_ROUTE)
+def associations(query: PageQuery):
+    """Every DISCOVERED edge the creative task wrote: the two memories, its kind and confidence."""
+    return _paged(LinkPage, _ready_graph().inspection.links("associations", query.limit, query.offset), query)
+
+
+@blueprint.get("/memories/search")
+@require_admin
+@api.validate(query=SearchQuery, resp=answers(HTTP_200=FoundPage), **READ_ROUTE)
+def search(query: SearchQuery):
+    """Memories by id, or by text their content holds (any case), newest first, with their state (a deleted
+    one: GET /memory/<id> answers 410, /memories/restorable?kind=deleted lists it)."""
+    page = _ready_graph().inspection.search(query.q, query.limit, query.offset)
+    return _reply(FoundPage(items=page.items, total=page.total, limit=query.limit, offset=query.offset))
 
 
 @blueprint.get("/memories/restorable")

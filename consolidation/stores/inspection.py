@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..lifecycle.states import state_of
 from .falkor import Falkor
 from .graph import ACTIVE_MEMORY
 from .runs import decode_run
@@ -14,6 +15,7 @@ from .runs import decode_run
 ACTIVE_PATTERN = "coalesce(p.archived, false) = false"
 # Lists show the start of a memory's text; the whole of it is one GET /memory/<id> away.
 PREVIEW_CHARS = 280
+LINK_RELATIONS = {"contradictions": "CONTRADICTS", "associations": "DISCOVERED"}
 RESTORABLE = {
     "archived": "m.archived = true AND m.merged_into IS NULL",
     "merged": "m.archived = true AND m.merged_into IS NOT NULL",
@@ -105,6 +107,37 @@ class InspectionStore:
         names = ("newer_id", "newer_content", "older_id", "older_content", "confidence", "reason", "detected_at")
         return Page([dict(zip(names, row)) for row in rows],
                     self._count("MATCH (:Memory)-[s:SUPERSEDES]->(:Memory)", "s"))
+
+    def links(self, relation: str, limit: int, offset: int) -> Page:
+        """CONTRADICTS or DISCOVERED edges, newest first, with both memories' texts, kind, confidence and reason."""
+        rows = self.falkor.records(
+            f"MATCH (a:Memory)-[r:{LINK_RELATIONS[relation]}]->(b:Memory) WITH a, r, b "
+            "ORDER BY coalesce(r.detected_at, r.discovered_at, r.created_at) DESC, a.id, b.id "
+            "SKIP $offset LIMIT $limit "
+            "RETURN a.id, left(a.content, $chars), b.id, left(b.content, $chars), r.kind, r.confidence, r.reason, "
+            "coalesce(r.detected_at, r.discovered_at, r.created_at)",
+            {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
+        names = ("from_id", "from_content", "to_id", "to_content", "kind", "confidence", "reason", "detected_at")
+        return Page([dict(zip(names, row)) for row in rows],
+                    self._count(f"MATCH (:Memory)-[r:{LINK_RELATIONS[relation]}]->(:Memory)", "r"))
+
+    def search(self, text: str, limit: int, offset: int) -> Page:
+        """Memories whose id is `text`, or whose content holds it (any case), newest first, in any state but
+        deleted. A scan of every memory's text: an administrator's search, not a recall path."""
+        where = "MATCH (m:Memory) WHERE m.id = $q OR toLower(m.content) CONTAINS toLower($q)"
+        rows = self.falkor.records(
+            f"{where} WITH m ORDER BY m.timestamp DESC, m.id SKIP $offset LIMIT $limit "
+            "RETURN m.id, m.type, left(m.content, $chars), m.timestamp, m.relevance_score, "
+            "coalesce(m.archived, false), m.merged_into, m.superseded_by, m.held_until",
+            {"q": text, "offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
+        items = []
+        for memory_id, memory_type, content, timestamp, score, archived, merged_into, superseded_by, held in rows:
+            memory = {"archived": archived is True or archived == "true", "merged_into": merged_into}
+            items.append({"memory_id": memory_id, "type": memory_type, "content": content, "timestamp": timestamp,
+                          "relevance_score": score, "state": state_of(memory), "merged_into": merged_into,
+                          "superseded_by": superseded_by, "held_until": held})
+        rows = self.falkor.execute(f"{where} RETURN count(m)", {"q": text}, read_only=True)
+        return Page(items, int(rows[0][0]) if rows else 0)
 
     def restorable(self, kind: str, limit: int, offset: int) -> Page:
         """Memories a restore brings back, newest first: archived, merged into another, or deleted (from their

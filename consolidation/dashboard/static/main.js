@@ -103,7 +103,7 @@ async function pollStatus() {
 /** Reload every panel; the status comes with the next poll. */
 async function refreshAll() {
   try {
-    await Promise.all([runs.loadHistory(), memories.loadLists()]);
+    await Promise.all([runs.loadHistory(), memories.loadLists(), runs.loadSettings()]);
     document.body.dataset.loaded = String(Date.now()); // for whoever waits on the page: everything is drawn
   } catch (error) {
     failed(error);

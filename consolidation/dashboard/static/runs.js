@@ -31,6 +31,17 @@ export function setUp(finished) {
 }
 
 let schedulePaused = false;
+let whyNot = {}; // task -> why it will not run on schedule, from GET /consolidate/settings
+
+/** The settings in force (secrets only as "(set)") and, beside each task that will not run, why. */
+export async function loadSettings() {
+  const answer = await get("/consolidate/settings");
+  whyNot = Object.fromEntries(Object.entries(answer.tasks).map(([task, outlook]) => [task, outlook.why_not]));
+  fillFacts($("settings-facts"), Object.entries(answer.settings).map(([name, value]) =>
+    [name, Array.isArray(value) ? value.join(", ") : typeof value === "object" && value !== null
+      ? JSON.stringify(value) : String(value)]));
+  showPaused(answer.paused);
+}
 let shownRunId = null;
 
 /** Pause or resume the schedule of this graph in every process (runs asked here still run). */
@@ -79,7 +90,7 @@ export function showStatus(status) {
     row.querySelector(".last").textContent = when(status[`last_${task}`]);
     const off = task === "forget" && status.forgetting && !status.forgetting.scheduled;
     row.querySelector(".next").textContent = off ? `forget: ${status.forgetting.note}`
-      : status.next_due[task] ? when(status.next_due[task]) : "not scheduled";
+      : whyNot[task] ? whyNot[task] : status.next_due[task] ? when(status.next_due[task]) : "not scheduled";
   }
   if (!following) showProgress(status.current_run);
 }
