@@ -307,6 +307,21 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     assert refused == [(401, "/consolidate/status"), (410, f"/memory/{deleted}")]
     target = request.config.getoption("--dashboard-screenshot")
     page.screenshot(path=str(Path(target) if target else tmp_path / "dashboard.png"), full_page=True)
+
+    # At 420 px: no part of the page is cut off (tables scroll inside their card), and every button can be
+    # brought on screen.
+    page.set_viewport_size({"width": 420, "height": 900})
+    page.click('#restorable-kinds button[data-kind="archived"]')
+    page.wait_for_selector("#restorable-table button.restore")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 420
+    buttons = page.locator("#dashboard button:visible")
+    assert buttons.count() > 10
+    for index in range(buttons.count()):
+        button = buttons.nth(index)
+        button.scroll_into_view_if_needed()
+        box = button.bounding_box()
+        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 420, button.inner_text()
+    page.screenshot(path=str(tmp_path / "dashboard-420.png"), full_page=True)
     page.close()
 
 
