@@ -115,3 +115,40 @@ def test_memories_are_found_by_id_or_text_and_links_are_listed_with_their_texts(
     (association,) = client.get("/hygiene/associations", headers=client.auth).json["items"]
     assert association["kind"] == "shares_theme" and association["detected_at"] == "2026-06-01T12:00:00+00:00"
     assert association["to_content"] == "Lunch is at noon"
+
+
+def test_a_run_opens_to_its_decisions_with_the_texts_they_name(tmp_path, clock, client_for):
+    from tests.conftest import axis, days_ago, vector_at
+
+    services = build_services(make_settings(tmp_path / "data", consolidation_delete_threshold=0.05,
+                                            consolidation_grace_period_days=0), clock=clock)
+    try:
+        client = client_for(services)
+        canonical = add_memory(services, vector=axis(0), content="Use Redis for session caching", access_count=5,
+                               type="Decision")
+        duplicate = add_memory(services, vector=vector_at(0.97, axis(0), axis(1)), type="Decision",
+                               content="We picked Redis for session caching")
+        old = add_memory(services, content="an old note nobody reads", timestamp=days_ago(400),
+                         last_accessed=days_ago(400), importance=0.3)
+        real = services.engine.run(["dedup", "forget"])
+        opened = client.get(f"/consolidate/runs/{real['run_id']}/report", query_string={"task": "dedup"},
+                            headers=client.auth)
+        assert opened.status_code == 200, opened.json
+        (merge,) = opened.json["lists"]["merges"]["items"]
+        assert merge["into"] == canonical and merge["duplicates"] == [duplicate]
+        assert opened.json["texts"][canonical] == "Use Redis for session caching"
+        assert opened.json["texts"][duplicate] == "We picked Redis for session caching"
+        assert opened.json["report"]["merged"] == 1 and opened.json["dry_run"] is False
+        forget = client.get(f"/consolidate/runs/{real['run_id']}/report", query_string={"task": "forget"},
+                            headers=client.auth).json
+        (decision,) = forget["lists"]["decisions"]["items"]
+        assert decision["memory_id"] == old and forget["texts"][old] == "an old note nobody reads"  # a tombstone's
+        dry = services.engine.run(["dedup"], dry_run=True)
+        page = client.get(f"/consolidate/runs/{dry['run_id']}/report", query_string={"task": "dedup", "limit": 1},
+                          headers=client.auth).json
+        assert page["dry_run"] is True and page["limit"] == 1
+        missing = client.get(f"/consolidate/runs/{dry['run_id']}/report", query_string={"task": "cluster"},
+                             headers=client.auth)
+        assert missing.status_code == 404 and "ran dedup" in missing.json["detail"]
+    finally:
+        services.close()

@@ -279,6 +279,14 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     for planted in second["delete"] + second["archive"]:
         assert call("GET", f"/memory/{planted['id']}")["memory"]["archived"] is False
 
+    # The dry run opened from the history: its decisions, each memory by its text.
+    page.wait_for_selector(f'#runs-table button.open-run[data-run-id="{latest["run_id"]}"]')
+    page.click(f'#runs-table button.open-run[data-run-id="{latest["run_id"]}"]')
+    page.wait_for_selector("#run-detail:not([hidden]) table.report tbody tr")
+    detail = page.inner_text("#run-detail")
+    assert "dry run: what would change" in detail and "decisions" in detail
+    assert second["delete"][0]["content"] in detail and second["archive"][0]["content"] in detail
+
     # Look a deleted memory up: the page shows the 410's state and until when it can be restored.
     deleted = service["first"]["deleted"][0]["id"]
     page.fill("#lookup-id", deleted)

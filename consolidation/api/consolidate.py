@@ -8,6 +8,7 @@ from ..errors import GRAPH_HEADER, NotFound
 from ..memory import parse_uuid
 from .auth import require_admin
 from .context import graph, services
+from ..reports import named_ids, paged_report
 from ..schedule import why_not_run
 from .models import (
     CancelAnswer,
@@ -15,6 +16,8 @@ from .models import (
     ErrorBody,
     ReconcileReport,
     ReconcileRequest,
+    ReportQuery,
+    RunReport,
     RunInProgressBody,
     RunRecord,
     RunResult,
@@ -86,6 +89,26 @@ def run_status(run_id: str):
     if run is None:
         raise NotFound(f"no consolidation run {run_id} (runs beyond the newest 100 are not kept)")
     return jsonify(run)
+
+
+@blueprint.get("/consolidate/runs/<run_id>/report")
+@require_admin
+@api.validate(query=ReportQuery, resp=answers(HTTP_200=RunReport, HTTP_404=ErrorBody), **ADMIN_ROUTE)
+@amend(RUN_ID)
+def run_report(run_id: str, query: ReportQuery):
+    """One task's report of a run (real or dry), its decisions paged, with the text of every memory they name
+    (from the graph, or from the tombstone of one deleted since)."""
+    addressed = graph()
+    run = addressed.engine.get_run(parse_uuid(run_id, "run_id"))
+    if run is None:
+        raise NotFound(f"no consolidation run {run_id} (runs beyond the newest 100 are not kept)")
+    reports = run.get("result") or {}
+    if query.task not in reports:
+        raise NotFound(f"run {run_id} has no report of {query.task} (it ran {', '.join(reports) or 'nothing yet'})")
+    page = paged_report(reports[query.task], query.limit, query.offset)
+    texts = addressed.inspection.texts(named_ids(page["lists"]))
+    return jsonify({"run_id": run["run_id"], "task": query.task, "state": run["state"], "dry_run": run["dry_run"],
+                    **page, "texts": texts, "limit": query.limit, "offset": query.offset})
 
 
 @blueprint.post("/consolidate/runs/<run_id>/cancel")

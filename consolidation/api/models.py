@@ -12,6 +12,7 @@ from ..settings import TASK_NAMES
 
 ALL_TASKS = ("full", "all")
 TaskChoice = Literal[TASK_NAMES + ALL_TASKS]
+TaskName = Literal[TASK_NAMES]
 
 
 class Strict(BaseModel):
@@ -77,6 +78,36 @@ class SchedulerAnswer(BaseModel):
 class CancelAnswer(BaseModel):
     run_id: str
     cancel_requested_at: str = Field(description="the run stops at its next safe point (between chunks)")
+
+
+class ReportQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    task: TaskName = Field(description="the task whose report to open")
+    limit: int = Field(50, ge=1, le=500, description="items per list, 1..500")
+    offset: int = Field(0, ge=0, le=10_000_000, description="items to skip in each list")
+
+
+class ReportList(BaseModel):
+    items: list[dict[str, Any]]
+    total: int = Field(description="how many the task decided (its report keeps the first CONSOLIDATION_REPORT_LIMIT)")
+    kept: int = Field(description="how many the report kept")
+
+
+class RunReport(BaseModel):
+    """GET /consolidate/runs/<id>/report: one task's report, its lists paged, and the texts of the memories
+    they name."""
+
+    run_id: str
+    task: str
+    state: str
+    dry_run: bool
+    report: dict[str, Any] = Field(description="the report's counts and settings (its lists are under lists)")
+    lists: dict[str, ReportList] = Field(description="merges, supersessions, contradictions, edges, clusters, "
+                                                     "decisions, protections, ... by name")
+    texts: dict[str, str | None] = Field(description="memory id -> the start of its text (null: nothing left)")
+    limit: int
+    offset: int
 
 
 class TaskSchedule(BaseModel):

@@ -121,6 +121,19 @@ class InspectionStore:
         return Page([dict(zip(names, row)) for row in rows],
                     self._count(f"MATCH (:Memory)-[r:{LINK_RELATIONS[relation]}]->(:Memory)", "r"))
 
+    def texts(self, ids: list[str]) -> dict[str, str | None]:
+        """The start of each memory's text: from its node, or from its tombstone if it was deleted since."""
+        found = {memory_id: content for memory_id, content in self.falkor.records(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, left(m.content, $chars)",
+            {"ids": ids, "chars": PREVIEW_CHARS}, read_only=True)}
+        missing = [memory_id for memory_id in ids if memory_id not in found]
+        for memory_id, snapshot in self.falkor.records(
+                "UNWIND $ids AS id MATCH (t:Tombstone {memory_id: id}) RETURN t.memory_id, t.memory",
+                {"ids": missing}, read_only=True):
+            content = json.loads(snapshot or "{}").get("properties", {}).get("content")
+            found[memory_id] = content[:PREVIEW_CHARS] if content else None
+        return {memory_id: found.get(memory_id) for memory_id in ids}
+
     def search(self, text: str, limit: int, offset: int) -> Page:
         """Memories whose id is `text`, or whose content holds it (any case), newest first, in any state but
         deleted. A scan of every memory's text: an administrator's search, not a recall path."""

@@ -127,6 +127,7 @@ async function startRun(task, dryRun, question) {
     const run = await follow(started.run_id);
     $("last-run-result").textContent = describe(run);
     onRunFinished(run);
+    if (dryRun && task !== "forget") openRun(run);
   } catch (error) {
     notify(`Could not run ${what}: ${error.message}`, true);
   }
@@ -184,7 +185,58 @@ const historyPager = new Pager(document.querySelector('.pager[data-for="runs"]')
     run.tasks.join(", "),
     run.trigger,
     run.duration_seconds,
+    el("button", { type: "button", className: "open-run", dataset: { runId: run.run_id }, text: "Open",
+      onclick: () => openRun(run) }),
   ], "no runs yet"));
+
+// The fields of a report item that name memories: shown as the memories' texts.
+const ID_FIELDS = ["into", "duplicates", "newer", "older", "a", "b", "from", "to", "memory_id", "member_ids",
+  "first", "second"];
+
+/** A run opened: per task its counts and its decisions, each memory by its text. */
+export async function openRun(run) {
+  const body = $("run-detail-body");
+  body.replaceChildren();
+  $("run-detail-title").textContent =
+    `Run ${shortId(run.run_id)}${run.dry_run ? " (dry run: what would change)" : ""}, ${run.state}, ${when(run.started_at)}`;
+  for (const task of run.tasks) {
+    let opened;
+    try {
+      opened = await get(`/consolidate/runs/${encodeURIComponent(run.run_id)}/report`, { task, limit: 20 });
+    } catch (error) {
+      body.append(el("h3", { text: task }), el("p", { className: "muted", text: error.message }));
+      continue;
+    }
+    const report = opened.report;
+    const summary = report.success === false ? `failed: ${report.error}`
+      : Object.entries(report).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k} ${v}`).join(", ");
+    body.append(el("h3", { text: task }), el("p", { className: "muted", text: summary }));
+    for (const [name, listed] of Object.entries(opened.lists)) {
+      body.append(el("h4", { text: `${name} (${listed.total}${listed.total > listed.items.length ? `, first ${listed.items.length}` : ""})` }));
+      const table = el("table", { className: "compact report" }, el("thead", {}, el("tr", {},
+        el("th", { text: "memories" }), el("th", { text: "details" }))), el("tbody"));
+      fillRows(table, listed.items, (item) => [itemMemories(item, opened.texts), itemDetails(item)]);
+      body.append(table);
+    }
+  }
+  $("run-detail").hidden = false;
+  $("run-detail").scrollIntoView();
+}
+
+function itemMemories(item, texts) {
+  const cell = el("div");
+  for (const field of ID_FIELDS) {
+    for (const id of [].concat(item[field] ?? [])) {
+      if (typeof id === "string") cell.append(el("div", {}, `${field}: `, memoryCell(id, texts[id] ?? item.content)));
+    }
+  }
+  return cell;
+}
+
+function itemDetails(item) {
+  return Object.entries(item).filter(([k, v]) => !ID_FIELDS.includes(k) && k !== "content" && typeof v !== "object")
+    .map(([k, v]) => `${k}: ${v}`).join("; ");
+}
 
 /** The run table (its current page) and both charts (from the newest runs). */
 export async function loadHistory() {
