@@ -28,6 +28,7 @@ from .stores import Stores
 from .stores.changes import CHANGE
 from .stores.control import ControlStore, Watermark, new_holder
 from .stores.audit import AuditLog
+from .stores.inspection import InspectionStore
 from .stores.runs import RunStore
 from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
@@ -386,7 +387,7 @@ class ConsolidationEngine:
         success = all(r.get("success") for r in run.results.values())
         state = "cancelled" if run.cancelled else "succeeded" if success else "failed"
         summary = {"state": state, "finished_at": to_iso(finished),
-                   "result": run.results, "progress": run.progress}
+                   "result": run.results, "progress": run.progress, **self._state_counts(run)}
 
         def close_record() -> None:
             self.runs.update(run.id, summary)
@@ -420,6 +421,16 @@ class ConsolidationEngine:
             due = next_due(task, control, intervals[task], tick)
             result[task] = None if due is None else to_iso(max(due, now))
         return result
+
+    def _state_counts(self, run: Run) -> dict[str, Any]:
+        """After a real whole-graph run: how many memories are in each state (the trends are drawn from them)."""
+        if run.dry_run or run.scope:
+            return {}
+        try:
+            return {"counts": InspectionStore(self.stores.graph.falkor).state_counts()}
+        except Exception:  # a trend point is informative; the run's record matters more
+            log.warning("consolidation could not count memory states run=%s", run.id)
+            return {}
 
     def _counts(self) -> dict[str, Any]:
         graph = self.stores.graph.count_memories()

@@ -152,3 +152,36 @@ def test_a_run_opens_to_its_decisions_with_the_texts_they_name(tmp_path, clock, 
         assert missing.status_code == 404 and "ran dedup" in missing.json["detail"]
     finally:
         services.close()
+
+
+def test_trends_follow_the_runs_and_the_history_filters(tmp_path, clock, client_for):
+    from tests.conftest import axis, days_ago, vector_at
+
+    services = build_services(make_settings(tmp_path / "data", consolidation_delete_threshold=0.05,
+                                            consolidation_grace_period_days=0), clock=clock)
+    try:
+        client = client_for(services)
+        add_memory(services, vector=axis(0), content="Use Redis for session caching", access_count=5, type="Decision")
+        add_memory(services, vector=vector_at(0.97, axis(0), axis(1)), type="Decision",
+                   content="We picked Redis for session caching")
+        for _ in range(3):
+            add_memory(services, timestamp=days_ago(400), last_accessed=days_ago(400), importance=0.3)
+        for tasks, dry_run in ((["dedup"], False), (["forget"], True), (["forget"], False)):
+            services.engine.run(tasks, dry_run=dry_run)
+            clock.advance(minutes=1)
+        points = client.get("/consolidate/trends", headers=client.auth).json["points"]
+        assert [(p["merged"], p["deleted"]) for p in points] == [(1, 0), (0, 3)]  # the dry run is no point
+        # 5 memories: after dedup one merged, 4 active; after forget 3 of those deleted.
+        assert points[0]["counts"] == {"active": 4, "archived": 0, "merged": 1, "deleted": 0}
+        assert points[1]["counts"] == {"active": 1, "archived": 0, "merged": 1, "deleted": 3}
+        assert all(p["failures"] == 0 and p["duration_seconds"] is not None for p in points)
+
+        def history(**filters):
+            return client.get("/consolidate/runs", query_string=filters, headers=client.auth).json
+
+        assert history(task="forget")["total"] == 2 and history(task="dedup")["total"] == 1
+        assert history(trigger="manual")["total"] == 3 and history(trigger="schedule")["total"] == 0
+        assert history(state="succeeded")["total"] == 3 and history(state="failed")["items"] == []
+        assert client.get("/consolidate/runs?task=nope", headers=client.auth).status_code == 400
+    finally:
+        services.close()

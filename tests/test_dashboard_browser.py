@@ -212,6 +212,17 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     assert sum(d["drawn"] for d in timeline["datasets"]) == sum(len(run["result"]) for run in runs)
     dry_bars = next(d for d in timeline["datasets"] if d["label"] == "dry run")["drawn"]
     assert dry_bars == sum(len(run["result"]) for run in runs if run["dry_run"])
+    # The trends: one point per real run, each with the states its record counted and the merges it made.
+    trends = {d["label"]: d["data"] for d in chart_data(page, "trend-chart")["datasets"]}
+    real = sorted((run for run in runs if not run["dry_run"]), key=lambda run: run["started_at"])
+    assert trends["active"] == [run.get("counts", {}).get("active") for run in real]
+    assert trends["merged in the run"] == [run["result"].get("dedup", {}).get("merged", 0) for run in real]
+
+    # The history filtered by task from the page.
+    page.select_option('#history-filters select[name="task"]', "forget")
+    page.wait_for_function("() => [...document.querySelectorAll('#runs-table tbody tr td:nth-child(3)')]"
+                           ".every((cell) => cell.textContent.includes('forget'))")
+    page.select_option('#history-filters select[name="task"]', "")
 
     # The other panels show the stores' numbers.
     clusters = call("GET", "/clusters")

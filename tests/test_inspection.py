@@ -16,8 +16,9 @@ from consolidation.service import build_services
 from tests.conftest import TOKEN, add_memory, axis, days_ago, make_settings, vector_at
 
 ROUTES = ["/consolidate/runs", "/memories/relevance-histogram", "/clusters", "/hygiene/merges",
-          "/hygiene/supersessions", "/memories/restorable?kind=archived"]
-PAGED = [route for route in ROUTES if "histogram" not in route]
+          "/hygiene/supersessions", "/memories/restorable?kind=archived", "/memories/search?q=x",
+          "/hygiene/contradictions", "/hygiene/associations", "/consolidate/trends"]
+PAGED = [route for route in ROUTES if "histogram" not in route and "trends" not in route]
 STATIC = Path(__file__).resolve().parent.parent / "consolidation" / "dashboard" / "static"
 
 
@@ -228,7 +229,10 @@ def test_every_read_route_is_in_the_openapi_with_its_query_and_answer(app, clien
     for route in served:
         operation = paths[route]["get"]
         parameters = {p["name"] for p in operation["parameters"] if p["in"] == "query"}
-        assert parameters == ({"bins"} if route.endswith("histogram") else
-                              {"limit", "offset"} | ({"kind"} if route.endswith("restorable") else set()))
+        extra = {"/memories/restorable": {"kind"}, "/memories/search": {"q"},
+                 "/consolidate/runs": {"task", "trigger", "state"}}.get(route, set())
+        expected = {"bins"} if route.endswith("histogram") else {"limit"} if route.endswith("trends") else \
+            {"limit", "offset"} | extra
+        assert parameters == expected, route
         assert "200" in operation["responses"] and "401" in operation["responses"], route
 

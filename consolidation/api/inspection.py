@@ -11,6 +11,7 @@ from typing import Any, Literal
 from flask import Blueprint, jsonify
 from pydantic import BaseModel, ConfigDict, Field
 
+from .. import TASK_NAMES
 from ..stores.inspection import PREVIEW_CHARS
 from ..timeutil import epoch_or_nan
 from .auth import require_admin
@@ -38,6 +39,19 @@ class RestorableQuery(PageQuery):
     kind: Literal["archived", "merged", "deleted"] = Field(
         description="archived (by forgetting or a retired cluster), merged (into another memory), or deleted "
                     "(restorable from its tombstone)")
+
+
+class RunQuery(PageQuery):
+    task: Literal[TASK_NAMES] | None = Field(None, description="runs of this task")
+    trigger: Literal["schedule", "api", "cli", "dashboard", "manual"] | None = Field(
+        None, description="who started them")
+    state: Literal["running", "succeeded", "failed", "cancelled", "abandoned"] | None = None
+
+
+class TrendQuery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    limit: int = Field(100, ge=2, le=500, description="the newest runs to draw, 2..500")
 
 
 class SearchQuery(PageQuery):
@@ -80,10 +94,32 @@ class RunSummary(BaseModel):
     outcomes: dict[str, TaskOutcome] = Field(description="by task name, for the tasks that ran")
     progress: Progress | None
     error: str | None = None
+    counts: dict[str, int] | None = Field(None, description="memories by state when a real whole-graph run ended")
 
 
 class RunPage(PageInfo):
     items: list[RunSummary]
+
+
+class TrendPoint(BaseModel):
+    """One real run in the trends: when, how long, what it did, and the memories' states after it."""
+
+    run_id: str
+    started_at: str | None
+    trigger: str | None
+    state: str
+    duration_seconds: float | None
+    failures: int = Field(description="tasks that failed")
+    merged: int
+    supersessions: int
+    contradictions: int
+    archived: int
+    deleted: int
+    counts: dict[str, int] | None = Field(description="active, archived, merged, deleted after the run")
+
+
+class Trends(BaseModel):
+    points: list[TrendPoint] = Field(description="oldest first")
 
 
 class RelevanceBucket(BaseModel):
@@ -203,15 +239,29 @@ READ_ROUTE = {"security": ADMIN, "tags": ["inspection"]}
 
 @blueprint.get("/consolidate/runs")
 @require_admin
-@api.validate(query=PageQuery, resp=answers(HTTP_200=RunPage), **READ_ROUTE)
-def run_history(query: PageQuery):
-    """The run history, newest first (a run recorded as running that nobody holds the lease for: abandoned)."""
+@api.validate(query=RunQuery, resp=answers(HTTP_200=RunPage), **READ_ROUTE)
+def run_history(query: RunQuery):
+    """The run history, newest first (a run recorded as running that nobody holds the lease for: abandoned),
+    of one task, trigger or state when asked."""
     svc = _ready_graph()
-    page = svc.inspection.runs(query.limit, query.offset)
+    recorded = "running" if query.state == "abandoned" else query.state
+    page = svc.inspection.runs(query.limit, query.offset, query.task, query.trigger, recorded)
     lease = svc.engine.control.current_lease()
     live = lease.run_id if lease else None
-    return _reply(RunPage(items=[_run_summary(run, live) for run in page.items], total=page.total,
-                          **query.model_dump()))
+    items = [_run_summary(run, live) for run in page.items]
+    if query.state in ("running", "abandoned"):  # which of the runs recorded as running still hold the lease
+        items = [item for item in items if item.state == query.state]
+    return _reply(RunPage(items=items, total=page.total, limit=query.limit, offset=query.offset))
+
+
+@blueprint.get("/consolidate/trends")
+@require_admin
+@api.validate(query=TrendQuery, resp=answers(HTTP_200=Trends), **READ_ROUTE)
+def trends(query: TrendQuery):
+    """The newest real runs, oldest first: what each did (merges, supersessions, contradictions, archives,
+    deletions, failures), how long it took, and how many memories were in each state after it."""
+    page = _ready_graph().inspection.runs(query.limit, 0)
+    return _reply(Trends(points=[_trend_point(run) for run in reversed(page.items) if not run.get("dry_run")]))
 
 
 @blueprint.get("/memories/relevance-histogram")
@@ -315,7 +365,24 @@ def _run_summary(run: dict[str, Any], live_run_id: str | None) -> RunSummary:
         trigger=run.get("trigger"), started_at=run.get("started_at"), finished_at=run.get("finished_at"),
         duration_seconds=_seconds_between(run.get("started_at"), run.get("finished_at")), outcomes=outcomes,
         progress=Progress(**run["progress"]) if run.get("progress") else None, error=run.get("error"),
+        counts=run.get("counts"),
     )
+
+
+def _trend_point(run: dict[str, Any]) -> TrendPoint:
+    results = {task: report for task, report in (run.get("result") or {}).items() if isinstance(report, dict)}
+
+    def total(task: str, name: str) -> int:
+        return int(results.get(task, {}).get(name) or 0)
+
+    return TrendPoint(
+        run_id=run["id"], started_at=run.get("started_at"), trigger=run.get("trigger"),
+        state=run.get("state", "running"),
+        duration_seconds=_seconds_between(run.get("started_at"), run.get("finished_at")),
+        failures=sum(1 for report in results.values() if report.get("success") is False),
+        merged=total("dedup", "merged"), supersessions=total("dedup", "supersessions_total"),
+        contradictions=total("dedup", "contradictions_total"), archived=total("forget", "archived"),
+        deleted=total("forget", "deleted"), counts=run.get("counts"))
 
 
 def _seconds_between(start: str | None, end: str | None) -> float | None:

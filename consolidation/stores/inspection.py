@@ -9,7 +9,7 @@ from typing import Any
 
 from ..lifecycle.states import state_of
 from .falkor import Falkor
-from .graph import ACTIVE_MEMORY
+from .graph import ACTIVE_MEMORY, NOT_SUMMARY
 from .runs import decode_run
 
 ACTIVE_PATTERN = "coalesce(p.archived, false) = false"
@@ -37,12 +37,29 @@ class InspectionStore:
     def __init__(self, falkor: Falkor):
         self.falkor = falkor
 
-    def runs(self, limit: int, offset: int) -> Page:
-        """Run records, newest first, with their per-task reports decoded."""
+    def runs(self, limit: int, offset: int, task: str | None = None, trigger: str | None = None,
+             state: str | None = None) -> Page:
+        """Run records, newest first, with their per-task reports decoded; only those of a task, a trigger or a
+        recorded state when asked."""
+        conditions = ["($task IS NULL OR r.tasks CONTAINS $quoted)", "($trigger IS NULL OR r.trigger = $trigger)",
+                      "($state IS NULL OR r.state = $state)"]
+        where = "MATCH (r:ConsolidationRun) WHERE " + " AND ".join(conditions)
+        params = {"task": task, "quoted": f'"{task}"', "trigger": trigger, "state": state}
         rows = self.falkor.records(
-            "MATCH (r:ConsolidationRun) WITH r ORDER BY r.started_at DESC, r.id SKIP $offset LIMIT $limit "
-            "RETURN properties(r)", {"offset": offset, "limit": limit}, read_only=True)
-        return Page([decode_run(dict(row[0])) for row in rows], self._count("MATCH (r:ConsolidationRun)", "r"))
+            f"{where} WITH r ORDER BY r.started_at DESC, r.id SKIP $offset LIMIT $limit RETURN properties(r)",
+            {**params, "offset": offset, "limit": limit}, read_only=True)
+        total = self.falkor.execute(f"{where} RETURN count(r)", params, read_only=True)
+        return Page([decode_run(dict(row[0])) for row in rows], int(total[0][0]) if total else 0)
+
+    def state_counts(self) -> dict[str, int]:
+        """How many memories are in each state now (cluster summaries aside), and how many are restorable from
+        a tombstone (one scan of the memories)."""
+        rows = self.falkor.execute(
+            f"MATCH (m:Memory) WHERE {NOT_SUMMARY} RETURN sum(CASE WHEN m.merged_into IS NOT NULL THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN m.merged_into IS NULL AND m.archived = true THEN 1 ELSE 0 END), count(m)", read_only=True)
+        merged, archived, total = (int(value or 0) for value in rows[0]) if rows else (0, 0, 0)
+        deleted = self._count("MATCH (t:Tombstone) WHERE t.state = 'deleted'", "t")
+        return {"active": total - merged - archived, "archived": archived, "merged": merged, "deleted": deleted}
 
     def relevance_counts(self, bins: int) -> tuple[list[int], int]:
         """How many active memories (summaries aside) have a stored relevance in each of `bins` equal slices

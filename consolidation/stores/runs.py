@@ -7,7 +7,7 @@ from typing import Any
 
 from .falkor import Falkor, booleans
 
-JSON_FIELDS = ("tasks", "progress", "result", "scope")
+JSON_FIELDS = ("tasks", "progress", "result", "scope", "counts")
 
 
 class RunStore:

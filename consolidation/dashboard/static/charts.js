@@ -85,6 +85,33 @@ export function drawDurations(canvas, runs) {
   });
 }
 
+const STATE_COLOURS = { active: "#59a14f", archived: "#edc948", merged: "#f28e2b", deleted: "#e15759" };
+
+/** GET /consolidate/trends: lines of how many memories are in each state after each real run, and bars of
+ *  what each run merged and deleted. */
+export function drawTrends(canvas, points) {
+  const labels = points.map((point) => (point.started_at ?? "").slice(5, 16).replace("T", " "));
+  const states = Object.keys(STATE_COLOURS).map((state) => ({
+    type: "line", label: state, data: points.map((point) => point.counts?.[state] ?? null), yAxisID: "memories",
+    borderColor: STATE_COLOURS[state], backgroundColor: STATE_COLOURS[state], tension: 0, spanGaps: true,
+  }));
+  const decisions = [["merged", "#b07aa1"], ["deleted", "#9c755f"], ["failures", "#ff0000"]].map(([name, colour]) => ({
+    type: "bar", label: `${name} in the run`, data: points.map((point) => point[name]), yAxisID: "decisions",
+    backgroundColor: colour,
+  }));
+  return replaceChart(canvas, {
+    data: { labels, datasets: [...states, ...decisions] },
+    options: {
+      ...common(),
+      scales: {
+        memories: { position: "left", beginAtZero: true, title: { display: true, text: "memories" } },
+        decisions: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, ticks: { precision: 0 } },
+      },
+      plugins: { legend: { position: "bottom" } },
+    },
+  });
+}
+
 /** The relevance histogram: one bar per bucket of the route's answer. */
 export function drawRelevance(canvas, histogram) {
   return replaceChart(canvas, {

@@ -2,7 +2,7 @@
 // current run's progress, the run history (timeline, durations, table) and the forget preview.
 
 import { get, post } from "./api.js";
-import { TASKS, drawDurations, drawTimeline } from "./charts.js";
+import { TASKS, drawDurations, drawTimeline, drawTrends } from "./charts.js";
 import { el, fillFacts, fillRows, memoryCell, notify, shortId, when } from "./dom.js";
 import { Pager } from "./pager.js";
 
@@ -27,6 +27,7 @@ export function setUp(finished) {
   $("forget-preview-button").addEventListener("click", () => startRun("forget", true,
     "Preview forgetting? This dry run only reports what forgetting would do; it writes nothing."));
   $("schedule-toggle").addEventListener("click", toggleSchedule);
+  $("history-filters").addEventListener("change", () => historyPager.load(0));
   $("cancel-run").addEventListener("click", cancelRun);
 }
 
@@ -177,8 +178,14 @@ export function showForgetPreview(run) {
 
 // --- history ------------------------------------------------------------------------------------------------
 
+/** The history's filters as query parameters (an empty choice: any). */
+function historyFilters() {
+  const chosen = new FormData($("history-filters"));
+  return Object.fromEntries([...chosen.entries()].filter(([, value]) => value));
+}
+
 const historyPager = new Pager(document.querySelector('.pager[data-for="runs"]'), 10,
-  (limit, offset) => get("/consolidate/runs", { limit, offset }),
+  (limit, offset) => get("/consolidate/runs", { limit, offset, ...historyFilters() }),
   (page) => fillRows($("runs-table"), page.items, (run) => [
     when(run.started_at),
     el("span", { className: `state ${run.state}`, text: run.state + (run.dry_run ? " (dry)" : "") }),
@@ -240,7 +247,9 @@ function itemDetails(item) {
 
 /** The run table (its current page) and both charts (from the newest runs). */
 export async function loadHistory() {
-  const [recent] = await Promise.all([get("/consolidate/runs", { limit: CHART_RUNS }), historyPager.load()]);
+  const [recent, trends] = await Promise.all([get("/consolidate/runs", { limit: CHART_RUNS }),
+    get("/consolidate/trends", { limit: CHART_RUNS }), historyPager.load()]);
   drawTimeline($("timeline-chart"), recent.items);
   drawDurations($("durations-chart"), recent.items);
+  drawTrends($("trend-chart"), trends.points);
 }
