@@ -185,3 +185,39 @@ def test_trends_follow_the_runs_and_the_history_filters(tmp_path, clock, client_
         assert client.get("/consolidate/runs?task=nope", headers=client.auth).status_code == 400
     finally:
         services.close()
+
+
+def test_a_memory_opens_with_its_edges_and_its_history_by_run(tmp_path, clock, client_for):
+    from tests.conftest import axis, days_ago, vector_at
+
+    services = build_services(make_settings(tmp_path / "data", consolidation_delete_threshold=0.05,
+                                            consolidation_grace_period_days=0), clock=clock)
+    try:
+        client = client_for(services)
+        canonical = add_memory(services, vector=axis(0), content="Use Redis for session caching", access_count=5,
+                               type="Decision", timestamp=days_ago(1))
+        duplicate = add_memory(services, vector=vector_at(0.97, axis(0), axis(1)), type="Decision",
+                               content="We picked Redis for session caching", timestamp=days_ago(1))
+        merged = services.engine.run(["dedup"])
+        before = client.get(f"/memories/{canonical}/detail", headers=client.auth).json
+        assert [(e["relation"], e["outgoing"], e["other_id"], e["other_content"]) for e in before["edges"]] == \
+            [("MERGED_INTO", False, duplicate, "We picked Redis for session caching")]
+        clock.advance(minutes=5)
+        assert client.post(f"/memory/{duplicate}/restore", headers=client.auth).status_code == 200
+
+        opened = client.get(f"/memories/{canonical}/detail", headers=client.auth).json
+        assert opened["state"] == "active" and opened["memory"]["content"] == "Use Redis for session caching"
+        detail = client.get(f"/memories/{duplicate}/detail", headers=client.auth).json
+        events = [(e["event"], e["run_id"]) for e in detail["events"]]
+        assert events == [("created", None), ("merged", merged["run_id"]), ("restored", None)]
+        assert detail["state"] == "active"
+        gone = add_memory(services, content="an old note", timestamp=days_ago(400), last_accessed=days_ago(400),
+                          importance=0.3)
+        link_run = services.engine.run(["forget"])
+        deleted = client.get(f"/memories/{gone}/detail", headers=client.auth).json
+        assert deleted["state"] == "deleted" and deleted["memory"] is None
+        assert deleted["events"][-1]["event"] == "deleted" and deleted["events"][-1]["run_id"] == link_run["run_id"]
+        assert client.get("/memories/00000000-0000-4000-8000-000000000000/detail",
+                          headers=client.auth).status_code == 404
+    finally:
+        services.close()

@@ -320,6 +320,15 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     page.click("#lookup-form button")
     page.wait_for_selector("#lookup-facts:has-text('held until')")
     assert "active" in page.inner_text("#lookup-facts") and "–" not in page.inner_text("#lookup-facts dd:nth-of-type(6)")
+    # Found by its text, opened: its history says it was deleted by a run, then restored.
+    restored_text = service["first"]["deleted"][0]["content"]
+    page.fill("#lookup-id", restored_text[5:25])
+    page.click("#lookup-form button")
+    page.wait_for_selector(f'#found-table:not([hidden]) button.open-memory[data-memory-id="{deleted}"]')
+    page.click(f'#found-table button.open-memory[data-memory-id="{deleted}"]')
+    page.wait_for_selector("#events-table:not([hidden]) tbody tr:has-text('restored')")
+    history = page.inner_text("#events-table")
+    assert "deleted" in history and "restored" in history
 
     assert problems == []
     # The wrong token's sign-in, the deleted memory's 410 looked up, and nothing else.

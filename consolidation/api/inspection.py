@@ -12,12 +12,14 @@ from flask import Blueprint, jsonify
 from pydantic import BaseModel, ConfigDict, Field
 
 from .. import TASK_NAMES
+from ..errors import Gone
+from ..memory import parse_uuid
 from ..stores.inspection import PREVIEW_CHARS
 from ..timeutil import epoch_or_nan
 from .auth import require_admin
 from .context import graph
-from .models import Progress
-from .openapi import ADMIN, addresses_graph, answers, api
+from .models import ErrorBody, Progress
+from .openapi import ADMIN, addresses_graph, amend, answers, api, uuid_in_path
 
 blueprint = addresses_graph(Blueprint("inspection", __name__))
 DEFAULT_LIMIT, MAX_LIMIT = 50, 500
@@ -216,6 +218,35 @@ class FoundPage(PageInfo):
     items: list[FoundMemory]
 
 
+class Edge(BaseModel):
+    relation: str = Field(description="CONTRADICTS, DISCOVERED, SUPERSEDES, MERGED_INTO, SUMMARIZES, ...")
+    outgoing: bool = Field(description="from this memory to the other")
+    other_id: str
+    other_type: str | None
+    other_content: str | None
+    kind: str | None
+    confidence: float | None
+    reason: str | None
+
+
+class Event(BaseModel):
+    event: str = Field(description="created, merged, superseded, archived, deleted, deleted with its canonical, "
+                                   "restored")
+    at: str | None
+    detail: str | None
+    run_id: str | None = Field(description="the real run going on at that moment (null: a client or an "
+                                           "administrator did it)")
+
+
+class MemoryDetail(BaseModel):
+    """A memory opened: what GET /memory/<id> shows, its edges, and what happened to it."""
+
+    memory: dict[str, Any] | None = Field(description="null for a deleted memory (its events say when and why)")
+    state: Literal["active", "archived", "merged", "deleted"]
+    edges: list[Edge]
+    events: list[Event]
+
+
 class RestorableMemory(BaseModel):
     memory_id: str
     kind: Literal["archived", "merged", "deleted"]
@@ -324,6 +355,24 @@ def search(query: SearchQuery):
     one: GET /memory/<id> answers 410, /memories/restorable?kind=deleted lists it)."""
     page = _ready_graph().inspection.search(query.q, query.limit, query.offset)
     return _reply(FoundPage(items=page.items, total=page.total, limit=query.limit, offset=query.offset))
+
+
+@blueprint.get("/memories/<memory_id>/detail")
+@require_admin
+@api.validate(resp=answers(HTTP_200=MemoryDetail, HTTP_404=ErrorBody), **READ_ROUTE)
+@amend(uuid_in_path("memory_id", "the memory's id"))
+def memory_detail(memory_id: str):
+    """One memory opened: its fields and state, its edges with their kinds (what merged into it, its cluster,
+    its contradictions and associations), and its history, each event with the run that made it."""
+    addressed = _ready_graph()
+    memory_id = parse_uuid(memory_id, "memory_id")
+    try:
+        memory = addressed.memories.get(memory_id)
+        state = memory["state"]
+    except Gone:
+        memory, state = None, "deleted"
+    return _reply(MemoryDetail(memory=memory, state=state, edges=addressed.inspection.edges_of(memory_id),
+                               events=addressed.inspection.events_of(memory_id)))
 
 
 @blueprint.get("/memories/restorable")

@@ -151,6 +151,52 @@ class InspectionStore:
             found[memory_id] = content[:PREVIEW_CHARS] if content else None
         return {memory_id: found.get(memory_id) for memory_id in ids}
 
+    def edges_of(self, memory_id: str, limit: int = 200) -> list[dict[str, Any]]:
+        """The memory's edges to other memories (clusters' MetaPatterns among them), with their kind and the
+        other memory's text."""
+        rows = self.falkor.records(
+            "MATCH (m:Memory {id: $id})-[r]-(o:Memory) RETURN type(r), id(startNode(r)) = id(m), o.id, o.type, "
+            "left(o.content, $chars), r.kind, r.confidence, r.reason LIMIT $limit",
+            {"id": memory_id, "chars": PREVIEW_CHARS, "limit": limit}, read_only=True)
+        names = ("relation", "outgoing", "other_id", "other_type", "other_content", "kind", "confidence", "reason")
+        return [{**dict(zip(names, row)), "outgoing": row[1] is True or row[1] == "true"} for row in rows]
+
+    def events_of(self, memory_id: str) -> list[dict[str, Any]]:
+        """What happened to the memory, oldest first: created, merged (and undone), superseded, archived,
+        deleted and restored, each with when and the run that did it (the real run going on at that moment)."""
+        events = []
+        rows = self.falkor.records("MATCH (m:Memory {id: $id}) RETURN properties(m)", {"id": memory_id},
+                                   read_only=True)
+        node = dict(rows[0][0]) if rows else {}
+        for event, field, detail in (("created", "timestamp", None), ("superseded", "superseded_at", "superseded_by"),
+                                     ("archived", "archived_at", "archived_reason"),
+                                     ("restored", "restored_at", "held_until")):
+            if node.get(field):
+                events.append({"event": event, "at": node[field], "detail": node.get(detail) if detail else None})
+        for merged_at, canonical, deleted_at in self.falkor.execute(
+                "MATCH (r:MergeRecord {duplicate_id: $id}) RETURN r.merged_at, r.canonical_id, r.deleted_at",
+                {"id": memory_id}, read_only=True):
+            events.append({"event": "merged", "at": merged_at, "detail": f"into {canonical}"})
+            if deleted_at:
+                events.append({"event": "deleted with its canonical", "at": deleted_at, "detail": canonical})
+        for deleted_at, reason in self.falkor.execute(
+                "MATCH (t:Tombstone {memory_id: $id}) RETURN t.deleted_at, t.reason", {"id": memory_id},
+                read_only=True):
+            events.append({"event": "deleted", "at": deleted_at, "detail": reason})
+        events.sort(key=lambda e: str(e["at"]))
+        return self._with_runs(events)
+
+    def _with_runs(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each event with the real run that was going on at its moment (none: an administrator or a client)."""
+        runs = self.falkor.execute(
+            "MATCH (r:ConsolidationRun) WHERE coalesce(r.dry_run, false) = false AND r.finished_at IS NOT NULL "
+            "RETURN r.id, r.started_at, r.finished_at", read_only=True)
+        for event in events:
+            at = str(event["at"])
+            event["run_id"] = next((run_id for run_id, started, finished in runs
+                                    if str(started) <= at <= str(finished)), None)
+        return events
+
     def search(self, text: str, limit: int, offset: int) -> Page:
         """Memories whose id is `text`, or whose content holds it (any case), newest first, in any state but
         deleted. A scan of every memory's text: an administrator's search, not a recall path."""

@@ -33,27 +33,62 @@ export function setUp(restored) {
   });
 }
 
-/** One memory's state: active, archived or merged (with held_until after a restore), or deleted (the 410's
- *  when, why and until when it can be restored). */
-async function lookUp(memoryId) {
-  const facts = $("lookup-facts");
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** An id opens that memory; text lists the memories holding it, each to open. */
+async function lookUp(query) {
+  if (!query) return;
+  if (UUID.test(query)) {
+    await openMemory(query);
+    return;
+  }
   try {
-    const memory = (await get(`/memory/${encodeURIComponent(memoryId)}`)).memory;
-    fillFacts(facts, [
-      ["state", memory.state], ["text", memory.content], ["relevance", Number(memory.relevance_score).toFixed(4)],
-      ["merged into", memory.merged_into ?? "–"], ["superseded by", memory.superseded_by ?? "–"],
-      ["held until", memory.held_until ? when(memory.held_until) : "–"],
-    ]);
+    const found = await get("/memories/search", { q: query, limit: 20 });
+    const table = $("found-table");
+    fillRows(table, found.items, (memory) => [
+      memoryCell(memory.memory_id, memory.content), memory.state,
+      memory.relevance_score === null ? null : Number(memory.relevance_score).toFixed(4),
+      el("button", { type: "button", className: "open-memory", dataset: { memoryId: memory.memory_id },
+        text: "Open", onclick: () => openMemory(memory.memory_id) }),
+    ], `no memory holds "${query}"`);
+    table.hidden = false;
   } catch (error) {
-    if (error.status !== 410) {
-      notify(`Could not look up ${memoryId}: ${error.message}`, true);
-      return;
+    notify(`Could not search for ${query}: ${error.message}`, true);
+  }
+}
+
+/** One memory opened: its state (active, archived or merged, with held_until after a restore; deleted: the
+ *  410's when, why and until when it can be restored), its edges and its history by run. */
+async function openMemory(memoryId) {
+  const facts = $("lookup-facts");
+  let detail;
+  try {
+    detail = await get(`/memories/${encodeURIComponent(memoryId)}/detail`);
+    const memory = detail.memory;
+    if (memory) {
+      fillFacts(facts, [
+        ["state", memory.state], ["text", memory.content], ["relevance", Number(memory.relevance_score).toFixed(4)],
+        ["merged into", memory.merged_into ?? "–"], ["superseded by", memory.superseded_by ?? "–"],
+        ["held until", memory.held_until ? when(memory.held_until) : "–"],
+      ]);
+    } else {
+      const gone = await get(`/memory/${encodeURIComponent(memoryId)}`).catch((error) => error.body);
+      fillFacts(facts, [["state", gone.state], ["deleted", when(gone.deleted_at)], ["why", gone.reason ?? "–"],
+                        ["restorable until", when(gone.restorable_until)]]);
     }
-    const gone = error.body;
-    fillFacts(facts, [["state", gone.state], ["deleted", when(gone.deleted_at)], ["why", gone.reason ?? "–"],
-                      ["restorable until", when(gone.restorable_until)]]);
+  } catch (error) {
+    notify(`Could not open ${memoryId}: ${error.message}`, true);
+    return;
   }
   facts.hidden = false;
+  fillRows($("edges-table"), detail.edges, (edge) => [
+    `${edge.outgoing ? "→" : "←"} ${edge.relation}`, memoryCell(edge.other_id, edge.other_content),
+    [edge.kind, edge.reason].filter(Boolean).join(": "),
+  ], "no edges");
+  fillRows($("events-table"), detail.events, (event) => [
+    when(event.at), event.event, event.detail, event.run_id ? shortId(event.run_id) : "–",
+  ], "nothing happened to it yet");
+  $("edges-table").hidden = $("events-table").hidden = false;
 }
 
 export async function loadRelevance() {
