@@ -140,7 +140,8 @@ def chart_data(page, canvas_id: str) -> dict:
     return page.evaluate("""(id) => {
         const chart = Chart.getChart(document.getElementById(id));
         return {labels: chart.data.labels, datasets: chart.data.datasets.map((d, i) => ({
-            label: d.label, data: d.data, drawn: chart.getDatasetMeta(i).data.length}))};
+            label: d.label, data: d.data, drawn: chart.getDatasetMeta(i).data.length,
+            lengths: chart.getDatasetMeta(i).data.map((bar) => Math.abs(bar.x - bar.base))}))};
     }""", canvas_id)
 
 
@@ -210,6 +211,8 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
         assert durations[task]["drawn"] == len(points)
     timeline = chart_data(page, "timeline-chart")
     assert sum(d["drawn"] for d in timeline["datasets"]) == sum(len(run["result"]) for run in runs)
+    # Runs of milliseconds are drawn long enough to see and to point at, not as one-pixel slivers.
+    assert min(length for d in timeline["datasets"] for length in d["lengths"]) >= 5
     dry_bars = next(d for d in timeline["datasets"] if d["label"] == "dry run")["drawn"]
     assert dry_bars == sum(len(run["result"]) for run in runs if run["dry_run"])
     # The trends: one point per real run, each with the states its record counted and the merges it made.
