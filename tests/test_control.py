@@ -139,6 +139,9 @@ def test_a_run_opens_to_its_decisions_with_the_texts_they_name(tmp_path, clock, 
         assert opened.json["texts"][canonical] == "Use Redis for session caching"
         assert opened.json["texts"][duplicate] == "We picked Redis for session caching"
         assert opened.json["report"]["merged"] == 1 and opened.json["dry_run"] is False
+        record = client.get(f"/consolidate/runs/{real['run_id']}", query_string={"task": "dedup"},
+                            headers=client.auth).json
+        assert record["state"] == "succeeded" and record["opened"] == opened.json  # the same, on the run itself
         forget = client.get(f"/consolidate/runs/{real['run_id']}/report", query_string={"task": "forget"},
                             headers=client.auth).json
         (decision,) = forget["lists"]["decisions"]["items"]

@@ -17,6 +17,7 @@ from .models import (
     ReconcileReport,
     ReconcileRequest,
     ReportQuery,
+    RunQuery,
     RunReport,
     RunInProgressBody,
     RunRecord,
@@ -81,13 +82,14 @@ def status():
 
 @blueprint.get("/consolidate/runs/<run_id>")
 @require_admin
-@api.validate(resp=answers(HTTP_200=RunRecord, HTTP_404=ErrorBody), **ADMIN_ROUTE)
+@api.validate(query=RunQuery, resp=answers(HTTP_200=RunRecord, HTTP_404=ErrorBody), **ADMIN_ROUTE)
 @amend(RUN_ID)
-def run_status(run_id: str):
-    """One run: its state, progress (task, processed / total, elapsed) and result."""
-    run = graph().engine.get_run(parse_uuid(run_id, "run_id"))
-    if run is None:
-        raise NotFound(f"no consolidation run {run_id} (runs beyond the newest 100 are not kept)")
+def run_status(run_id: str, query: RunQuery):
+    """One run: its state, progress (task, processed / total, elapsed) and result; with ?task=, that task's report
+    opened as well (`opened`: its lists paged, with the memories' texts)."""
+    run = _run(run_id)
+    if query.task is not None:
+        run["opened"] = _opened(run, query.task, query.limit, query.offset)
     return jsonify(run)
 
 
@@ -98,17 +100,24 @@ def run_status(run_id: str):
 def run_report(run_id: str, query: ReportQuery):
     """One task's report of a run (real or dry), its decisions paged, with the text of every memory they name
     (from the graph, or from the tombstone of one deleted since)."""
-    addressed = graph()
-    run = addressed.engine.get_run(parse_uuid(run_id, "run_id"))
+    return jsonify(_opened(_run(run_id), query.task, query.limit, query.offset))
+
+
+def _run(run_id: str) -> dict:
+    run = graph().engine.get_run(parse_uuid(run_id, "run_id"))
     if run is None:
         raise NotFound(f"no consolidation run {run_id} (runs beyond the newest 100 are not kept)")
+    return run
+
+
+def _opened(run: dict, task: str, limit: int, offset: int) -> dict:
+    """A task's report of the run, its lists paged, with the texts of the memories they name."""
     reports = run.get("result") or {}
-    if query.task not in reports:
-        raise NotFound(f"run {run_id} has no report of {query.task} (it ran {', '.join(reports) or 'nothing yet'})")
-    page = paged_report(reports[query.task], query.limit, query.offset)
-    texts = addressed.inspection.texts(named_ids(page["lists"]))
-    return jsonify({"run_id": run["run_id"], "task": query.task, "state": run["state"], "dry_run": run["dry_run"],
-                    **page, "texts": texts, "limit": query.limit, "offset": query.offset})
+    if task not in reports:
+        raise NotFound(f"run {run['run_id']} has no report of {task} (it ran {', '.join(reports) or 'nothing yet'})")
+    page = paged_report(reports[task], limit, offset)
+    return {"run_id": run["run_id"], "task": task, "state": run["state"], "dry_run": run["dry_run"], **page,
+            "texts": graph().inspection.texts(named_ids(page["lists"])), "limit": limit, "offset": offset}
 
 
 @blueprint.post("/consolidate/runs/<run_id>/cancel")

@@ -88,6 +88,16 @@ class ReportQuery(BaseModel):
     offset: int = Field(0, ge=0, le=10_000_000, description="items to skip in each list")
 
 
+class RunQuery(BaseModel):
+    """GET /consolidate/runs/<id>: with `task`, that task's report opened too, its lists paged."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: TaskName | None = Field(None, description="open this task's report (as /report does)")
+    limit: int = Field(50, ge=1, le=500, description="items per list, 1..500")
+    offset: int = Field(0, ge=0, le=10_000_000, description="items to skip in each list")
+
+
 class ReportList(BaseModel):
     items: list[dict[str, Any]]
     total: int = Field(description="how many the task decided (its report keeps the first CONSOLIDATION_REPORT_LIMIT)")
@@ -222,6 +232,8 @@ class RunRecord(BaseModel):
     started_at: str
     finished_at: str | None = None
     cancel_requested_at: str | None = Field(None, description="when an administrator asked it to stop")
+    counts: dict[str, int] | None = Field(None, description="memories by state after a real whole-graph run")
+    opened: RunReport | None = Field(None, description="with ?task=: that task's report, its lists paged")
     current_task: str | None = None
     progress: Progress | dict[str, Any] | None = None
     result: dict[str, dict[str, Any]] | None = None
