@@ -8,7 +8,7 @@ import pytest
 from consolidation import engine as engine_module
 from consolidation.service import build_services
 from consolidation.tasks import TASKS
-from tests.conftest import TOKEN, add_memory, make_settings
+from tests.conftest import TOKEN, add_memory, axis, days_ago, make_settings, vector_at
 
 
 @pytest.fixture
@@ -19,6 +19,24 @@ def steered(tmp_path, clock):
                                             summarizer_llm_api_key="sk-very-secret-key"), clock=clock)
     yield services
     services.close()
+
+
+@pytest.fixture
+def forgetting(tmp_path, clock):
+    """Deletion on, no grace period."""
+    services = build_services(make_settings(tmp_path / "data", consolidation_delete_threshold=0.05,
+                                            consolidation_grace_period_days=0), clock=clock)
+    yield services
+    services.close()
+
+
+def restatements(services, **fields) -> tuple[str, str]:
+    """Two memories dedup merges, the first the canonical (more uses)."""
+    canonical = add_memory(services, vector=axis(0), content="Use Redis for session caching", access_count=5,
+                           type="Decision", **fields)
+    duplicate = add_memory(services, vector=vector_at(0.97, axis(0), axis(1)), type="Decision",
+                           content="We picked Redis for session caching", **fields)
+    return canonical, duplicate
 
 
 def test_the_settings_in_force_hide_secrets_and_say_why_a_task_will_not_run(steered, client_for):
@@ -117,110 +135,84 @@ def test_memories_are_found_by_id_or_text_and_links_are_listed_with_their_texts(
     assert association["to_content"] == "Lunch is at noon"
 
 
-def test_a_run_opens_to_its_decisions_with_the_texts_they_name(tmp_path, clock, client_for):
-    from tests.conftest import axis, days_ago, vector_at
-
-    services = build_services(make_settings(tmp_path / "data", consolidation_delete_threshold=0.05,
-                                            consolidation_grace_period_days=0), clock=clock)
-    try:
-        client = client_for(services)
-        canonical = add_memory(services, vector=axis(0), content="Use Redis for session caching", access_count=5,
-                               type="Decision")
-        duplicate = add_memory(services, vector=vector_at(0.97, axis(0), axis(1)), type="Decision",
-                               content="We picked Redis for session caching")
-        old = add_memory(services, content="an old note nobody reads", timestamp=days_ago(400),
-                         last_accessed=days_ago(400), importance=0.3)
-        real = services.engine.run(["dedup", "forget"])
-        opened = client.get(f"/consolidate/runs/{real['run_id']}/report", query_string={"task": "dedup"},
-                            headers=client.auth)
-        assert opened.status_code == 200, opened.json
-        (merge,) = opened.json["lists"]["merges"]["items"]
-        assert merge["into"] == canonical and merge["duplicates"] == [duplicate]
-        assert opened.json["texts"][canonical] == "Use Redis for session caching"
-        assert opened.json["texts"][duplicate] == "We picked Redis for session caching"
-        assert opened.json["report"]["merged"] == 1 and opened.json["dry_run"] is False
-        record = client.get(f"/consolidate/runs/{real['run_id']}", query_string={"task": "dedup"},
-                            headers=client.auth).json
-        assert record["state"] == "succeeded" and record["opened"] == opened.json  # the same, on the run itself
-        forget = client.get(f"/consolidate/runs/{real['run_id']}/report", query_string={"task": "forget"},
-                            headers=client.auth).json
-        (decision,) = forget["lists"]["decisions"]["items"]
-        assert decision["memory_id"] == old and forget["texts"][old] == "an old note nobody reads"  # a tombstone's
-        dry = services.engine.run(["dedup"], dry_run=True)
-        page = client.get(f"/consolidate/runs/{dry['run_id']}/report", query_string={"task": "dedup", "limit": 1},
-                          headers=client.auth).json
-        assert page["dry_run"] is True and page["limit"] == 1
-        missing = client.get(f"/consolidate/runs/{dry['run_id']}/report", query_string={"task": "cluster"},
-                             headers=client.auth)
-        assert missing.status_code == 404 and "ran dedup" in missing.json["detail"]
-    finally:
-        services.close()
+def test_a_run_opens_to_its_decisions_with_the_texts_they_name(forgetting, clock, client_for):
+    services = forgetting
+    client = client_for(services)
+    canonical, duplicate = restatements(services)
+    old = add_memory(services, content="an old note nobody reads", timestamp=days_ago(400),
+                     last_accessed=days_ago(400), importance=0.3)
+    real = services.engine.run(["dedup", "forget"])
+    opened = client.get(f"/consolidate/runs/{real['run_id']}/report", query_string={"task": "dedup"},
+                        headers=client.auth)
+    assert opened.status_code == 200, opened.json
+    (merge,) = opened.json["lists"]["merges"]["items"]
+    assert merge["into"] == canonical and merge["duplicates"] == [duplicate]
+    assert opened.json["texts"][canonical] == "Use Redis for session caching"
+    assert opened.json["texts"][duplicate] == "We picked Redis for session caching"
+    assert opened.json["report"]["merged"] == 1 and opened.json["dry_run"] is False
+    record = client.get(f"/consolidate/runs/{real['run_id']}", query_string={"task": "dedup"},
+                        headers=client.auth).json
+    assert record["state"] == "succeeded" and record["opened"] == opened.json  # the same, on the run itself
+    forget = client.get(f"/consolidate/runs/{real['run_id']}/report", query_string={"task": "forget"},
+                        headers=client.auth).json
+    (decision,) = forget["lists"]["decisions"]["items"]
+    assert decision["memory_id"] == old and forget["texts"][old] == "an old note nobody reads"  # a tombstone's
+    dry = services.engine.run(["dedup"], dry_run=True)
+    page = client.get(f"/consolidate/runs/{dry['run_id']}/report", query_string={"task": "dedup", "limit": 1},
+                      headers=client.auth).json
+    assert page["dry_run"] is True and page["limit"] == 1
+    missing = client.get(f"/consolidate/runs/{dry['run_id']}/report", query_string={"task": "cluster"},
+                         headers=client.auth)
+    assert missing.status_code == 404 and "ran dedup" in missing.json["detail"]
 
 
-def test_trends_follow_the_runs_and_the_history_filters(tmp_path, clock, client_for):
-    from tests.conftest import axis, days_ago, vector_at
+def test_trends_follow_the_runs_and_the_history_filters(forgetting, clock, client_for):
+    services = forgetting
+    client = client_for(services)
+    restatements(services)
+    for _ in range(3):
+        add_memory(services, timestamp=days_ago(400), last_accessed=days_ago(400), importance=0.3)
+    for tasks, dry_run in ((["dedup"], False), (["forget"], True), (["forget"], False)):
+        services.engine.run(tasks, dry_run=dry_run)
+        clock.advance(minutes=1)
+    points = client.get("/consolidate/trends", headers=client.auth).json["points"]
+    assert [(p["merged"], p["deleted"]) for p in points] == [(1, 0), (0, 3)]  # the dry run is no point
+    # 5 memories: after dedup one merged, 4 active; after forget 3 of those deleted.
+    assert points[0]["counts"] == {"active": 4, "archived": 0, "merged": 1, "deleted": 0}
+    assert points[1]["counts"] == {"active": 1, "archived": 0, "merged": 1, "deleted": 3}
+    assert all(p["failures"] == 0 and p["duration_seconds"] is not None for p in points)
 
-    services = build_services(make_settings(tmp_path / "data", consolidation_delete_threshold=0.05,
-                                            consolidation_grace_period_days=0), clock=clock)
-    try:
-        client = client_for(services)
-        add_memory(services, vector=axis(0), content="Use Redis for session caching", access_count=5, type="Decision")
-        add_memory(services, vector=vector_at(0.97, axis(0), axis(1)), type="Decision",
-                   content="We picked Redis for session caching")
-        for _ in range(3):
-            add_memory(services, timestamp=days_ago(400), last_accessed=days_ago(400), importance=0.3)
-        for tasks, dry_run in ((["dedup"], False), (["forget"], True), (["forget"], False)):
-            services.engine.run(tasks, dry_run=dry_run)
-            clock.advance(minutes=1)
-        points = client.get("/consolidate/trends", headers=client.auth).json["points"]
-        assert [(p["merged"], p["deleted"]) for p in points] == [(1, 0), (0, 3)]  # the dry run is no point
-        # 5 memories: after dedup one merged, 4 active; after forget 3 of those deleted.
-        assert points[0]["counts"] == {"active": 4, "archived": 0, "merged": 1, "deleted": 0}
-        assert points[1]["counts"] == {"active": 1, "archived": 0, "merged": 1, "deleted": 3}
-        assert all(p["failures"] == 0 and p["duration_seconds"] is not None for p in points)
+    def history(**filters):
+        return client.get("/consolidate/runs", query_string=filters, headers=client.auth).json
 
-        def history(**filters):
-            return client.get("/consolidate/runs", query_string=filters, headers=client.auth).json
-
-        assert history(task="forget")["total"] == 2 and history(task="dedup")["total"] == 1
-        assert history(trigger="manual")["total"] == 3 and history(trigger="schedule")["total"] == 0
-        assert history(state="succeeded")["total"] == 3 and history(state="failed")["items"] == []
-        assert client.get("/consolidate/runs?task=nope", headers=client.auth).status_code == 400
-    finally:
-        services.close()
+    assert history(task="forget")["total"] == 2 and history(task="dedup")["total"] == 1
+    assert history(trigger="manual")["total"] == 3 and history(trigger="schedule")["total"] == 0
+    assert history(state="succeeded")["total"] == 3 and history(state="failed")["items"] == []
+    assert client.get("/consolidate/runs?task=nope", headers=client.auth).status_code == 400
 
 
-def test_a_memory_opens_with_its_edges_and_its_history_by_run(tmp_path, clock, client_for):
-    from tests.conftest import axis, days_ago, vector_at
+def test_a_memory_opens_with_its_edges_and_its_history_by_run(forgetting, clock, client_for):
+    services = forgetting
+    client = client_for(services)
+    canonical, duplicate = restatements(services, timestamp=days_ago(1))
+    merged = services.engine.run(["dedup"])
+    before = client.get(f"/memories/{canonical}/detail", headers=client.auth).json
+    assert [(e["relation"], e["outgoing"], e["other_id"], e["other_content"]) for e in before["edges"]] == \
+        [("MERGED_INTO", False, duplicate, "We picked Redis for session caching")]
+    clock.advance(minutes=5)
+    assert client.post(f"/memory/{duplicate}/restore", headers=client.auth).status_code == 200
 
-    services = build_services(make_settings(tmp_path / "data", consolidation_delete_threshold=0.05,
-                                            consolidation_grace_period_days=0), clock=clock)
-    try:
-        client = client_for(services)
-        canonical = add_memory(services, vector=axis(0), content="Use Redis for session caching", access_count=5,
-                               type="Decision", timestamp=days_ago(1))
-        duplicate = add_memory(services, vector=vector_at(0.97, axis(0), axis(1)), type="Decision",
-                               content="We picked Redis for session caching", timestamp=days_ago(1))
-        merged = services.engine.run(["dedup"])
-        before = client.get(f"/memories/{canonical}/detail", headers=client.auth).json
-        assert [(e["relation"], e["outgoing"], e["other_id"], e["other_content"]) for e in before["edges"]] == \
-            [("MERGED_INTO", False, duplicate, "We picked Redis for session caching")]
-        clock.advance(minutes=5)
-        assert client.post(f"/memory/{duplicate}/restore", headers=client.auth).status_code == 200
-
-        opened = client.get(f"/memories/{canonical}/detail", headers=client.auth).json
-        assert opened["state"] == "active" and opened["memory"]["content"] == "Use Redis for session caching"
-        detail = client.get(f"/memories/{duplicate}/detail", headers=client.auth).json
-        events = [(e["event"], e["run_id"]) for e in detail["events"]]
-        assert events == [("created", None), ("merged", merged["run_id"]), ("restored", None)]
-        assert detail["state"] == "active"
-        gone = add_memory(services, content="an old note", timestamp=days_ago(400), last_accessed=days_ago(400),
-                          importance=0.3)
-        link_run = services.engine.run(["forget"])
-        deleted = client.get(f"/memories/{gone}/detail", headers=client.auth).json
-        assert deleted["state"] == "deleted" and deleted["memory"] is None
-        assert deleted["events"][-1]["event"] == "deleted" and deleted["events"][-1]["run_id"] == link_run["run_id"]
-        assert client.get("/memories/00000000-0000-4000-8000-000000000000/detail",
-                          headers=client.auth).status_code == 404
-    finally:
-        services.close()
+    opened = client.get(f"/memories/{canonical}/detail", headers=client.auth).json
+    assert opened["state"] == "active" and opened["memory"]["content"] == "Use Redis for session caching"
+    detail = client.get(f"/memories/{duplicate}/detail", headers=client.auth).json
+    events = [(e["event"], e["run_id"]) for e in detail["events"]]
+    assert events == [("created", None), ("merged", merged["run_id"]), ("restored", None)]
+    assert detail["state"] == "active"
+    gone = add_memory(services, content="an old note", timestamp=days_ago(400), last_accessed=days_ago(400),
+                      importance=0.3)
+    link_run = services.engine.run(["forget"])
+    deleted = client.get(f"/memories/{gone}/detail", headers=client.auth).json
+    assert deleted["state"] == "deleted" and deleted["memory"] is None
+    assert deleted["events"][-1]["event"] == "deleted" and deleted["events"][-1]["run_id"] == link_run["run_id"]
+    assert client.get("/memories/00000000-0000-4000-8000-000000000000/detail",
+                      headers=client.auth).status_code == 404

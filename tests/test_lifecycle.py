@@ -155,6 +155,26 @@ def test_restoring_a_merged_duplicate_gives_an_active_memory_and_a_restored_reco
     assert consistent(forgetting_on) == []
 
 
+def test_restoring_a_canonical_never_brings_back_what_was_merged_into_it(forgetting_on, client_for, clock):
+    canonical, duplicate = merged_pair(forgetting_on)
+    newer = add_memory(forgetting_on, vector=vector_at(0.98, axis(0), axis(2)), type="Decision", access_count=50,
+                       content="Redis is what we use for session caching")
+    for _ in range(3):  # the most connected memory is the canonical
+        link(forgetting_on, newer, add_memory(forgetting_on, vector=axis(5 + _), content=f"another topic {_}"))
+    run(forgetting_on, "dedup", full=True)  # the old canonical goes into the newer one; its duplicate follows
+    graph = forgetting_on.stores.graph
+    assert graph.get_memory(canonical)["merged_into"] == newer and graph.get_memory(duplicate)["merged_into"] == newer
+    client = client_for(forgetting_on)
+    for memory_id in (duplicate, canonical):
+        assert client.post(f"/memory/{memory_id}/restore", headers=client.auth).status_code == 200
+    edges = graph.falkor.execute("MATCH (:Memory {id: $id})-[r:MERGED_INTO]-() RETURN count(r)", {"id": duplicate})
+    assert edges[0][0] == 0
+    assert consistent(forgetting_on) == []
+    clock.advance(days=31)  # past the holds: dedup may merge again, and never leaves an active memory merged
+    run(forgetting_on, "dedup", full=True)
+    assert consistent(forgetting_on) == []
+
+
 # --- restores hold ----------------------------------------------------------------------------------------------
 
 def test_a_restore_holds_through_forget_and_is_a_use(forgetting_on, client_for, clock):

@@ -120,7 +120,7 @@ class Lifecycle:
             canonical_id = record["canonical_id"] if record else properties["merged_into"]
             before_merge = record["duplicate"] if record else {"properties": properties, "edges": []}
             properties = unmerged_properties(before_merge["properties"], canonical_id, at)
-            edges = [e for e in edges if e["type"] != "MERGED_INTO"] + before_merge["edges"]
+            edges = edges + before_merge["edges"]  # (restore_edges leaves the merge's own edges out)
         else:
             properties = {**properties, "archived": False, "archived_at": None, "archived_reason": None,
                           "restored_at": at, "last_accessed": at}

@@ -161,8 +161,11 @@ def snapshot(falkor: Falkor, ids: Sequence[str], edges_of: Collection[str] | Non
 
 
 def restore_edges(falkor: Falkor, memory_id: str, edges: Sequence[dict[str, Any]]) -> int:
-    """Recreate these edges of a memory whose other end still exists (MERGE: twice changes nothing)."""
+    """Recreate these edges of a memory whose other end still exists (MERGE: twice changes nothing). A merge's
+    own edge is never brought back: a restored memory is active (it points nowhere), and what was merged into it
+    was handed on, restored or deleted since, so its merged_into says where it belongs now."""
     restored = 0
+    edges = [edge for edge in edges if edge["type"] != "MERGED_INTO"]
     for (relation, outgoing), group in edge_groups(edges).items():
         pattern = f"(m)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(m)"
         rows = falkor.execute(
