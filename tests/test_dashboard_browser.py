@@ -16,6 +16,7 @@ import pytest
 import requests
 
 from consolidation.api import create_app
+from consolidation.schedule import due_tasks
 from consolidation.service import build_services
 from tests.conftest import TOKEN, make_settings
 from tests.loopback import LoopbackServer
@@ -265,6 +266,9 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     page.click("#schedule-toggle")
     page.wait_for_selector("#schedule-state:has-text('paused')")
     assert call("GET", "/consolidate/status")["paused"] is True
+    later = engine.clock() + timedelta(days=2)  # decay is due by then; paused, the scheduler skips it
+    assert engine.run_due(later) is None and "decay" in due_tasks(engine.control.state(),
+                                                                   engine.settings.task_intervals, later, 1.0)
     page.click("#schedule-toggle")
     page.wait_for_selector("#schedule-state:has-text('running')")
     assert call("GET", "/consolidate/status")["paused"] is False
