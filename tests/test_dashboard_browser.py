@@ -261,6 +261,7 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     page.click("#settings summary")
     settings_text = page.inner_text("#settings-facts")
     assert "consolidation_grace_period_days" in settings_text and TOKEN not in page.content()
+    page.click("#settings summary")  # folded again: the picture shows the rest of the page
 
     # The schedule paused and resumed from the page, as status says.
     page.click("#schedule-toggle")
