@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from consolidation.api import create_app
 from consolidation.service import build_services
 from consolidation.settings import Settings
-from consolidation.stores.vectors import VectorPoint
+from consolidation.stores.vectors import VectorPoint, payload_of
 
 TOKEN = "test-admin-token-0123456789"
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
@@ -94,9 +94,7 @@ def add_memory(services, vector=None, **fields) -> str:
     memory.update(fields)
     if vector is None:
         vector = unit(np.random.default_rng(uuid.UUID(memory["id"]).int % 2**32).standard_normal(services.settings.vector_size))
-    services.stores.vectors.upsert([VectorPoint(memory["id"], unit(vector),
-                                                {"relevance_score": memory["relevance_score"],
-                                                 "archived": memory["archived"], "type": memory["type"]})])
+    services.stores.vectors.upsert([VectorPoint(memory["id"], unit(vector), payload_of(memory))])
     services.stores.graph.upsert_memories([memory])
     return memory["id"]
 
@@ -111,9 +109,8 @@ def add_memories(services, count: int, **fields) -> list[str]:
     vectors = rng.standard_normal((count, services.settings.vector_size)).astype(np.float32)
     for start in range(0, count, 5000):
         part = memories[start:start + 5000]
-        services.stores.vectors.upsert([
-            VectorPoint(m["id"], unit(v), {"relevance_score": m["relevance_score"], "archived": False, "type": m["type"]})
-            for m, v in zip(part, vectors[start:start + 5000])])
+        services.stores.vectors.upsert([VectorPoint(m["id"], unit(v), payload_of(m))
+                                        for m, v in zip(part, vectors[start:start + 5000])])
         services.stores.graph.upsert_memories(part)
     return [m["id"] for m in memories]
 

@@ -130,6 +130,9 @@ def test_a_newer_change_supersedes_the_statement_it_changes(services, clock):
     assert [(s["newer"], s["older"]) for s in report["supersessions"]] == [(new, old)]
     assert report["supersessions"][0]["confidence"] == 0.9 and report["contradictions"] == []
     assert stored(services, old)["superseded_by"] == new and stored(services, look_alike).get("superseded_by") is None
+    # A filtered vector search can leave the superseded memory out: the payload says so.
+    payloads = services.stores.vectors.payloads([old, look_alike, new])
+    assert [payloads[i]["superseded"] for i in (old, look_alike, new)] == [True, False, False]
     [(newer, older, props)] = edges(services, "SUPERSEDES")
     assert (newer, older) == (new, old) and props["reason"] and props["confidence"] == 0.9
     # Superseded, it decays as if unused since it was made (30 days), though it was used today.

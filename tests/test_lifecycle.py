@@ -103,6 +103,8 @@ def test_forgetting_is_off_by_default_and_says_how_to_turn_it_on(client, auth):
 
 def test_a_merged_duplicate_is_not_judged_on_its_own_score(forgetting_on):
     canonical, duplicate = merged_pair(forgetting_on)
+    payloads = forgetting_on.stores.vectors.payloads([canonical, duplicate])
+    assert (payloads[canonical]["state"], payloads[duplicate]["state"]) == ("active", "merged")
     forget = run(forgetting_on, "forget")["forget"]
     assert duplicate not in {d["memory_id"] for d in forget["decisions"] + forget["protections"]}
     assert forgetting_on.stores.graph.get_memory(duplicate).get("merged_into") == canonical
@@ -129,6 +131,7 @@ def test_a_merged_duplicate_leaves_with_its_canonical_and_comes_back_on_its_own(
     restored = client.post(f"/memory/{duplicate}/restore", headers=client.auth)
     assert restored.status_code == 200, restored.json
     assert restored.json["restored_from"] == "tombstone" and restored.json["state"] == "active"
+    assert forgetting_on.stores.vectors.payloads([duplicate])[duplicate]["state"] == "active"
     memory = client.get(f"/memory/{duplicate}", headers=client.auth).json["memory"]
     assert memory["state"] == "active" and memory["archived"] is False and memory.get("merged_into") is None
     assert canonical in memory["distinct_from"]

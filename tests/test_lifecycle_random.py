@@ -1,5 +1,6 @@
 """A random administrator and agent on the real stores, forgetting on and no grace period: after every step the
-state model's invariants hold, no automatic run undoes a restore within its hold, and the stores agree."""
+state model's invariants hold, no automatic run undoes a restore within its hold, and the stores agree (the
+vector payload mirrors each memory's state and supersession)."""
 
 import json
 import random
@@ -88,8 +89,9 @@ class Agent:
                 assert memory is not None and state_of(memory) == ACTIVE, (step, memory_id)
         nodes = {m["id"]: m for m in graph.get_memories(graph.all_memory_ids())}
         payloads = self.services.stores.vectors.payloads(list(nodes))
-        assert {i: bool(m.get("archived")) for i, m in nodes.items()} == \
-            {i: bool(p.get("archived")) for i, p in payloads.items()}, step
+        assert {i: (bool(m.get("archived")), state_of(m), m.get("superseded_by") is not None)
+                for i, m in nodes.items()} == \
+            {i: (bool(p.get("archived")), p.get("state"), p.get("superseded")) for i, p in payloads.items()}, step
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

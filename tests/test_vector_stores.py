@@ -52,11 +52,17 @@ def test_payload_mirrors_skip_missing_points(store):
     missing = str(uuid.uuid4())
     store.set_relevance([batch[0].id, missing, batch[2].id], [0.1, 0.2, 0.3])
     store.set_archived([batch[1].id, missing], True)
+    store.set_archived([batch[2].id], True, state="merged")
+    store.set_superseded([batch[0].id, missing], True)
     payloads = store.payloads([p.id for p in batch] + [missing])
     assert set(payloads) == {p.id for p in batch}
-    assert payloads[batch[0].id]["relevance_score"] == pytest.approx(0.1)
-    assert payloads[batch[1].id] == {"relevance_score": 0.5, "archived": True, "type": "Context"}
+    assert payloads[batch[0].id]["relevance_score"] == pytest.approx(0.1) and payloads[batch[0].id]["superseded"]
+    assert payloads[batch[1].id] == {"relevance_score": 0.5, "archived": True, "type": "Context",
+                                     "state": "archived"}
     assert payloads[batch[2].id]["relevance_score"] == pytest.approx(0.3)
+    assert (payloads[batch[2].id]["archived"], payloads[batch[2].id]["state"]) == (True, "merged")
+    store.set_archived([batch[2].id], False)
+    assert store.payloads([batch[2].id])[batch[2].id]["state"] == "active"
 
 
 def test_delete_is_idempotent(store):

@@ -93,7 +93,7 @@ class Lifecycle:
     def _restore_archived(self, memory_id: str, now: datetime) -> dict[str, Any]:
         if not self.graph.unarchive(memory_id, to_iso(now)):
             raise Conflict(f"memory {memory_id} was restored meanwhile by another request", state=ACTIVE)
-        self.vectors.set_archived([memory_id], False)
+        self.vectors.set_archived([memory_id], False)  # state: active
         return {"memory_id": memory_id, "restored_from": "archive", "edges_restored": 0}
 
     def _restore_merged(self, memory_id: str, now: datetime) -> dict[str, Any]:
@@ -172,7 +172,7 @@ class Lifecycle:
         the superseded_by mark it stands for."""
         for duplicate_id in self.hygiene.merged_into_any(memory_ids):
             self._restore_merged(duplicate_id, now)
-        self.graph.unlink(memory_ids)
+        self.vectors.set_superseded(self.graph.unlink(memory_ids), False)
 
     def purge_expired(self, now: datetime, retention_days: float) -> int:
         """Expire tombstones past the retention period: those memories can no longer be restored."""

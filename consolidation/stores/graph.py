@@ -497,18 +497,19 @@ class GraphStore:
             f"THEN coalesce(m.access_count, 0) + 1 ELSE m.access_count END, {STAMP}",
             {"id": memory_id, "at": at, "until": until, "most": most_uses})
 
-    def unlink(self, ids: Sequence[str]) -> None:
+    def unlink(self, ids: Sequence[str]) -> list[str]:
         """Remove every edge between these memories and other memories, and the superseded_by marks the
-        SUPERSEDES edges among them stood for."""
-        self.falkor.write_chunks(
-            "UNWIND $rows AS id MATCH (:Memory {id: id})-[:SUPERSEDES]->(o:Memory) WHERE o.superseded_by = id "
-            "SET o.superseded_by = null, o.superseded_at = null", list(ids))
+        SUPERSEDES edges among them stood for; returns the memories no longer superseded."""
+        cleared = [row[0] for row in self.falkor.execute(  # a few memories at a time: those an overwrite moves
+            "UNWIND $ids AS id MATCH (:Memory {id: id})-[:SUPERSEDES]->(o:Memory) WHERE o.superseded_by = id "
+            "SET o.superseded_by = null, o.superseded_at = null RETURN o.id", {"ids": list(ids)})]
         self.falkor.write_chunks(
             "UNWIND $rows AS id MATCH (m:Memory {id: id}) SET m.superseded_by = null, m.superseded_at = null",
             list(ids))
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) DELETE r "
             f"{touched(ids_of('m', 'o'))}", list(ids))
+        return cleared + list(ids)
 
 
 def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:

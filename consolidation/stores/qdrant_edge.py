@@ -14,7 +14,7 @@ import qdrant_edge as qe
 from ..errors import StoreMismatch, StoreUnavailable
 from .falkor import chunked
 from .vector_cache import VectorCache
-from .vectors import UPSERT_CHUNK, VectorPoint, as_matrix, in_order
+from .vectors import UPSERT_CHUNK, VectorPoint, archive_marks, as_matrix, in_order
 
 log = logging.getLogger(__name__)
 SCROLL_PAGE = 10000
@@ -75,11 +75,17 @@ class EdgeVectorStore:
         for memory_id, score in zip(ids, scores):
             self._update_if_present(qe.UpdateOperation.set_payload([memory_id], {"relevance_score": float(score)}))
 
-    def set_archived(self, ids: Sequence[str], archived: bool) -> None:
+    def set_archived(self, ids: Sequence[str], archived: bool, state: str | None = None) -> None:
+        self._set_marks(ids, archive_marks(archived, state))
+
+    def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
+        self._set_marks(ids, {"superseded": superseded})
+
+    def _set_marks(self, ids: Sequence[str], marks: dict) -> None:
         present = self._present(ids)
         keep = [memory_id for memory_id in ids if memory_id in present]
         if keep:
-            self._update(qe.UpdateOperation.set_payload(keep, {"archived": archived}))
+            self._update(qe.UpdateOperation.set_payload(keep, marks))
 
     def delete(self, ids: Sequence[str]) -> None:
         for part in chunked(list(ids), UPSERT_CHUNK * 4):

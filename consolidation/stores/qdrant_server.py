@@ -12,7 +12,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from ..errors import StoreMismatch, StoreUnavailable
 from .falkor import chunked
-from .vectors import UPSERT_CHUNK, VectorPoint, as_matrix, in_order
+from .vectors import UPSERT_CHUNK, VectorPoint, archive_marks, as_matrix, in_order
 
 SCROLL_PAGE = 2000
 PAYLOAD_BATCH = 1000
@@ -105,10 +105,17 @@ class QdrantServerStore:
             self.client.batch_update_points(self.collection, update_operations=list(part), wait=True)
 
     @_outages_are_unavailable
-    def set_archived(self, ids: Sequence[str], archived: bool) -> None:
+    def set_archived(self, ids: Sequence[str], archived: bool, state: str | None = None) -> None:
+        self._set_marks(ids, archive_marks(archived, state))
+
+    @_outages_are_unavailable
+    def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
+        self._set_marks(ids, {"superseded": superseded})
+
+    def _set_marks(self, ids: Sequence[str], marks: dict) -> None:
         present = self._existing(ids)
         for part in chunked(present, PAYLOAD_BATCH):
-            self.client.set_payload(self.collection, payload={"archived": archived}, points=list(part), wait=True)
+            self.client.set_payload(self.collection, payload=marks, points=list(part), wait=True)
 
     @_outages_are_unavailable
     def delete(self, ids: Sequence[str]) -> None:

@@ -8,7 +8,9 @@ from typing import Protocol
 
 import numpy as np
 
-PAYLOAD_FIELDS = ("relevance_score", "archived", "type")
+# What a filtered vector search can read without the graph: a memory's score, type, and where it is in its
+# lifecycle (state: active / archived / merged; superseded: a newer memory changed it).
+PAYLOAD_FIELDS = ("relevance_score", "archived", "type", "state", "superseded")
 UPSERT_CHUNK = 256
 
 
@@ -41,8 +43,12 @@ class VectorStore(Protocol):
     def set_relevance(self, ids: Sequence[str], scores: Sequence[float]) -> None:
         """Mirror new relevance scores into the payload; ids without a point are skipped."""
 
-    def set_archived(self, ids: Sequence[str], archived: bool) -> None:
-        """Mirror the archived flag into the payload; ids without a point are skipped."""
+    def set_archived(self, ids: Sequence[str], archived: bool, state: str | None = None) -> None:
+        """Mirror an archive, a merge (state 'merged') or a restore into the payload; ids without a point are
+        skipped."""
+
+    def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
+        """Mirror a supersession (or its undoing) into the payload; ids without a point are skipped."""
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove points; ids without a point are ignored."""
@@ -75,8 +81,16 @@ def in_order(asked: Sequence[str], found: dict[str, Sequence[float]], vector_siz
 
 def payload_of(memory: dict) -> dict:
     """The payload a memory's point carries: the graph fields the vector side filters on."""
+    archived = bool(memory.get("archived", False))
     return {
         "relevance_score": memory.get("relevance_score"),
-        "archived": bool(memory.get("archived", False)),
+        "archived": archived,
         "type": memory.get("type"),
+        "state": "merged" if memory.get("merged_into") else "archived" if archived else "active",
+        "superseded": memory.get("superseded_by") is not None,
     }
+
+
+def archive_marks(archived: bool, state: str | None) -> dict:
+    """The payload fields an archive, a merge or a restore sets."""
+    return {"archived": archived, "state": state or ("archived" if archived else "active")}

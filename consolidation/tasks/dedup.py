@@ -217,7 +217,7 @@ def write_merges(ctx: TaskContext, merges: list[Merge]) -> None:
         archived = ctx.hygiene.merge(
             [PlannedMerge(m.into, m.duplicates, m.similarity, m.reason) for m in merges],
             lambda canonical, duplicates: merged_fields(canonical, duplicates, MAX_COUNT), to_iso(ctx.now))
-        ctx.vectors.set_archived(archived, True)
+        ctx.vectors.set_archived(archived, True, state="merged")
 
 
 def write_links(ctx: TaskContext, supersessions: list[Supersession], contradictions: list[Contradiction],
@@ -227,6 +227,9 @@ def write_links(ctx: TaskContext, supersessions: list[Supersession], contradicti
     ordered = sorted(supersessions, key=lambda s: _sortable(created.get(s.newer, math.nan)))
     ctx.hygiene.supersede([{"newer": s.newer, "older": s.older, "confidence": s.confidence, "reason": s.reason}
                            for s in ordered], now)
+    olders = sorted({s.older for s in supersessions})
+    # What was merged into an older memory is marked superseded with it (HygieneStore.supersede).
+    ctx.vectors.set_superseded(olders + list(ctx.hygiene.merged_into_any(olders)), True)
     ctx.hygiene.contradict([{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
                             for c in contradictions], now)
 
