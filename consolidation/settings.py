@@ -22,7 +22,7 @@ MEMORY_PROPERTIES = frozenset({
     "protected", "protected_reason", "embedding", "relevance_score", "archived", "archived_at", "merged_into",
     "superseded_by", "distinct_from", "restored_at", "created_at", "updated_at", "cluster_size", "superseded_at",
     "change_seq", "fact_terms", "fact_anchors", "fact_least", "fact_stamp", "held_until", "archived_reason",
-    "merged_at", "state",
+    "merged_at", "state", "t_valid", "t_invalid", "t_invalid_set_by",
 })
 ORIGIN = re.compile(r"https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
 

@@ -102,6 +102,8 @@ class Lifecycle:
             raise Conflict(f"memory {memory_id} is merged but no merge of it is left to undo (another request "
                            "is restoring it, or its record is gone)", state=MERGED)
         self.vectors.set_archived([memory_id], False)
+        # As it was before its merge: superseded then, or not (a supersession lent by its canonical is gone).
+        self.vectors.set_superseded([memory_id], restored["memory"].get("superseded_by") is not None)
         return {"memory_id": memory_id, "restored_from": "merge", "canonical_id": restored["canonical_id"],
                 "edges_restored": restored["edges_restored"]}
 

@@ -401,11 +401,17 @@ class HygieneStore:
     # --- supersessions and contradictions ----------------------------------------------------------------------
 
     def supersede(self, rows: Sequence[dict[str, Any]], at: str) -> None:
-        """SUPERSEDES newer -> older; the older (and whatever was merged into it) gets superseded_by."""
+        """SUPERSEDES newer -> older; the older (and whatever was merged into it) gets superseded_by. Beside it,
+        what AutoMem's current-state recall reads: (older)-[:EVOLVED_INTO]->(newer), and the older memory invalid
+        from the newer one's time (t_invalid, unless a client set one), so AutoMem recalls the newer instead."""
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (n:Memory {id: row.newer}), (o:Memory {id: row.older}) "
             "MERGE (n)-[r:SUPERSEDES]->(o) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
             "r.detected_at = $at, r.origin = 'consolidation' "
+            "MERGE (o)-[e:EVOLVED_INTO]->(n) ON CREATE SET e.confidence = row.confidence, e.reason = row.reason, "
+            "e.updated_at = $at, e.origin = 'consolidation' "
+            "SET o.t_invalid_set_by = CASE WHEN o.t_invalid IS NULL THEN 'consolidation' ELSE o.t_invalid_set_by END "
+            "SET o.t_invalid = coalesce(o.t_invalid, n.timestamp, $at) "
             f"SET o.superseded_by = row.newer, o.superseded_at = $at, o.{CHANGE} = change {touched(ids_of('n'))}",
             list(rows), chunk=500, at=at)
         self.falkor.write_chunks(
