@@ -658,8 +658,10 @@ def test_a_merge_that_moves_a_supersession_adds_no_contradiction_beside_it(tmp_p
             assert links(services)["SUPERSEDES"] == {(ANNOUNCEMENT, OLD)}
             services.memories.create({**body(leaning(0, 0.97, 2), "we use kafka for the payroll database!"),
                                       "id": RESTATEMENT})
-            for note in (NOTE_A, NOTE_B):  # better connected than the old statement: it becomes the canonical
-                link(services, RESTATEMENT, note)
+            # Better connected than the old statement (whose supersession is two edges, SUPERSEDES and the
+            # EVOLVED_INTO mirroring it): it becomes the canonical.
+            for note, relation in ((NOTE_A, "RELATES_TO"), (NOTE_B, "RELATES_TO"), (NOTE_A, "MENTIONS")):
+                link(services, RESTATEMENT, note, relation)
         incremental, full = twins
         fast = incremental.engine.run(["dedup"])["results"]["dedup"]
         slow = full.engine.run(["dedup"], full=True)["results"]["dedup"]
