@@ -32,6 +32,20 @@ class Unauthorized(ServiceError):
     error = "unauthorized"
 
 
+class Forbidden(ServiceError):
+    """The token is valid but may not do this."""
+
+    status = 403
+    error = "forbidden"
+
+
+class GraphLimit(ServiceError):
+    """A write would make one graph more than FALKORDB_GRAPHS_MAX allows."""
+
+    status = 409
+    error = "graph_limit"
+
+
 class NotFound(ServiceError):
     status = 404
     error = "not_found"

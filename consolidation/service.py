@@ -10,7 +10,8 @@ from datetime import datetime
 
 from .embedding import Embedder, HashingEmbedder
 from .engine import ConsolidationEngine
-from .errors import GRAPH_HEADER, GraphRequired, InvalidInput, StoreMismatch, StoreUnavailable, UnknownGraph
+from .errors import (GRAPH_HEADER, Forbidden, GraphLimit, GraphRequired, InvalidInput, StoreMismatch, StoreUnavailable,
+                     UnknownGraph)
 from .graphs import GRAPH_NAME, GRAPH_NAME_RULE, GraphSelection
 from .heap import bound_arenas
 from .ingest import MemoryChecks, MemoryService
@@ -81,16 +82,29 @@ class GraphRegistry:
                 raise UnknownGraph(name)
             return self._open(name)
 
-    def to_write(self, name: str | None, writes: Callable[[], bool]) -> GraphServices | None:
+    def to_write(self, name: str | None, writes: Callable[[], bool], admin: bool = True) -> GraphServices | None:
         """The graph a write addresses. One under a prefix that does not exist yet is made only when `writes`
         (the write's own checks, run without any store, raising what they refuse) says the write would write:
-        a refused or dry write leaves no graph behind. None when it does not exist and nothing would be written."""
+        a refused or dry write leaves no graph behind. None when it does not exist and nothing would be written.
+        Making one takes the admin token (unless GRAPH_CREATION=any) and room under FALKORDB_GRAPHS_MAX."""
         try:
             return self.get(name, create=False)
         except UnknownGraph:
             if name is None or not self.selection.serves(name):
                 raise
-            return self.get(name, create=True) if writes() else None
+            if not writes():
+                return None
+            self._may_create(name, admin)
+            return self.get(name, create=True)
+
+    def _may_create(self, name: str, admin: bool) -> None:
+        if not admin and self._settings.graph_creation == "admin":
+            raise Forbidden(f"graph {name!r} does not exist yet, and only the admin token may make a new graph "
+                            "(GRAPH_CREATION=admin)")
+        served = self.refresh()
+        if len(served) >= self._settings.falkordb_graphs_max:
+            raise GraphLimit(f"this service serves {len(served)} graphs, FALKORDB_GRAPHS_MAX: graph {name!r} would "
+                             "be one more")
 
     def refresh(self) -> list[str]:
         """The graphs to serve now: the named ones and those the server holds under a prefix."""

@@ -48,6 +48,11 @@ class Settings(BaseModel):
     falkordb_graphs: tuple[str, ...] = Field(
         (), description="a comma-separated list of graph names and name prefixes ending in * (like tenant_*): "
                         "the graphs this service consolidates; empty for FALKORDB_GRAPH alone")
+    falkordb_graphs_max: int = Field(100, ge=1, le=100000, description="an integer >= 1: the most graphs a "
+                                                                      "prefix may grow to; a write that would make "
+                                                                      "one more is refused")
+    graph_creation: Literal["admin", "any"] = Field(
+        "admin", description="admin or any: which token's write may make a new graph under a prefix")
 
     # Vector store (Qdrant). No URL means the embedded Qdrant Edge shard under data_dir.
     qdrant_url: str | None = Field(None, description="an http(s) URL; empty for the embedded Qdrant")

@@ -177,6 +177,37 @@ def test_a_prefix_serves_existing_graphs_and_a_write_creates_a_new_one(tenants):
     assert [entry["graph"] for entry in overview["graphs"]] == ["tenant_made_elsewhere", "tenant_new"]
 
 
+def test_new_graphs_take_the_admin_token_and_stop_at_the_cap(tmp_path, clock):
+    settings = make_settings(tmp_path, falkordb_graphs="tenant_*", falkordb_graphs_max=2,
+                             api_token="memory-api-token-0123456789")
+    services = build_services(settings, clock=clock)
+    try:
+        client = create_app(settings, services=services, start_scheduler=False).test_client()
+        agent = {"Authorization": "Bearer memory-api-token-0123456789"}
+        refused = client.post("/memory", json={"content": "x"}, headers={**agent, "X-Graph": "tenant_a"})
+        assert refused.status_code == 403 and refused.get_json()["error"] == "forbidden"
+        assert graph_names(services) == []
+        for name in ("tenant_a", "tenant_b"):
+            assert client.post("/memory", json={"content": "x"}, headers=on(name)).status_code == 201
+        # Existing graphs take the agent's writes; a third graph is over the cap, for the admin too.
+        written = client.post("/memory", json={"content": "y"}, headers={**agent, "X-Graph": "tenant_a"})
+        assert written.status_code == 201
+        over = client.post("/memory", json={"content": "x"}, headers=on("tenant_c"))
+        assert over.status_code == 409 and over.get_json()["error"] == "graph_limit"
+        assert graph_names(services) == ["tenant_a", "tenant_b"]
+    finally:
+        services.close()
+    anyone = build_services(make_settings(tmp_path / "any", falkordb_graphs="tenant_*", graph_creation="any",
+                                          api_token="memory-api-token-0123456789"), clock=clock)
+    try:
+        client = create_app(anyone.settings, services=anyone, start_scheduler=False).test_client()
+        made = client.post("/memory", json={"content": "x"}, headers={
+            "Authorization": "Bearer memory-api-token-0123456789", "X-Graph": "tenant_a"})
+        assert made.status_code == 201
+    finally:
+        anyone.close()
+
+
 def test_a_refused_or_dry_write_makes_no_graph(tenants):
     client = create_app(tenants.settings, services=tenants, start_scheduler=False).test_client()
     jsonl = {**AUTH, "Content-Type": "application/x-ndjson"}

@@ -23,10 +23,11 @@ def graph() -> GraphServices:
     return g.graph
 
 
-def graph_to_write(writes: Callable[[], bool]) -> GraphServices | None:
-    """The graph a write addresses, made only if the write passes its checks (GraphRegistry.to_write)."""
+def graph_to_write(writes: Callable[[], bool], admin: bool) -> GraphServices | None:
+    """The graph a write addresses, made only if the write passes its checks (GraphRegistry.to_write) and the
+    caller may make one (`admin`: the admin token)."""
     if "graph" not in g:
-        found = services().graphs.to_write(_named(), writes)
+        found = services().graphs.to_write(_named(), writes, admin=admin)
         if found is None:
             return None
         g.graph = found

@@ -30,10 +30,11 @@ MEMORY_BODY = {"requestBody": {"required": True, "content": {"application/json":
 
 @blueprint.post("/memory")
 @require_token
-@api.validate(resp=answers(HTTP_201=MemoryAnswer, HTTP_409=ErrorBody), **TOKEN_ROUTE)
+@api.validate(resp=answers(HTTP_201=MemoryAnswer, HTTP_403=ErrorBody, HTTP_409=ErrorBody), **TOKEN_ROUTE)
 @amend(MEMORY_BODY)
 def create_memory():
-    """Create a memory (409 if its id is taken, or belongs to a forgotten memory: restore that instead)."""
+    """Create a memory (409 if its id is taken, or belongs to a forgotten memory: restore that instead; under a
+    prefix, a new graph takes the admin token (403) and room under FALKORDB_GRAPHS_MAX (409 graph_limit))."""
     body = request.get_json()
     body = {} if body is None else body
 
@@ -41,7 +42,7 @@ def create_memory():
         services().checks.memory(body)
         return True
 
-    return jsonify({"memory": graph_to_write(writes).memories.create(body)}), 201
+    return jsonify({"memory": graph_to_write(writes, is_admin()).memories.create(body)}), 201
 
 
 @blueprint.post("/memory/import")
@@ -55,7 +56,7 @@ def import_memories(query: ImportQuery):
         raise Unauthorized("overwrite=true replaces stored memories; only the admin token may ask for it")
     data, flags = request.get_data(), query.model_dump()
     gate = services().checks.import_gate(data, flags)
-    target = graph_to_write(gate)
+    target = graph_to_write(gate, is_admin())
     report = gate.report if target is None else target.memories.import_jsonl(data, **flags)
     body = report.public()
     if report.errors:
