@@ -381,3 +381,21 @@ def test_pending_deletions_are_not_orphans_and_a_restart_completes_them(tmp_path
         assert client_report["pending_deletions"] == 0 and client_report["nodes_without_vectors_total"] == 0
     finally:
         restarted.close()
+
+
+def test_a_repair_writes_every_memorys_state_into_its_payload(forgetting_on, client_for):
+    from consolidation.stores.vectors import VectorPoint
+
+    canonical, duplicate = merged_pair(forgetting_on)
+    faded = add_memory(forgetting_on, content="an archived note", vector=axis(7))
+    # Points written before the payload carried the marks, and an archive the mirror missed.
+    for memory_id in (canonical, duplicate, faded):
+        _, vector = forgetting_on.stores.vectors.vectors([memory_id])
+        forgetting_on.stores.vectors.upsert([VectorPoint(memory_id, vector[0], {"relevance_score": 0.5})])
+    forgetting_on.stores.graph.archive([faded], "2026-06-01T12:00:00+00:00")
+    client = client_for(forgetting_on)
+    report = client.post("/reconcile", json={"repair": True}, headers=client.auth).json
+    assert report["payload_marks_refreshed"] == 3
+    payloads = forgetting_on.stores.vectors.payloads([canonical, duplicate, faded])
+    assert [(payloads[i]["state"], payloads[i]["superseded"]) for i in (canonical, duplicate, faded)] == [
+        ("active", False), ("merged", False), ("archived", False)]

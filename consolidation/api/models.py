@@ -332,6 +332,8 @@ class ReconcileReport(BaseModel):
     pending_deletions: int = Field(description="deletions under way or left by a crash (not orphans: a forget "
                                                "or the restart completes them)")
     pending_merges: int = Field(description="merges under way or left by a crash")
+    payload_marks_refreshed: int = Field(0, description="with repair: points whose state and supersession marks "
+                                                        "were rewritten from the graph")
     repaired: bool
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..embedding import Embedder
 from ..errors import Conflict, Gone, NotFound
 from ..memory import MAX_COUNT
+from ..stores.falkor import booleans
 from ..stores.graph import GraphStore
 from ..stores.hygiene import HygieneStore, unmerged_properties
 from ..stores.tombstones import TombstoneStore
@@ -196,9 +197,11 @@ class Lifecycle:
             time.sleep(recheck_seconds)
             appeared = self.graph.existing_ids(without_nodes)
             without_nodes = [memory_id for memory_id in without_nodes if memory_id not in appeared]
+        refreshed = 0
         if repair:
             self._embed_missing(without_vectors)
             self.vectors.delete(without_nodes)
+            refreshed = self._refresh_marks()
         return {
             "graph_memories": len(graph_ids),
             "vector_points": len(vector_ids),
@@ -209,8 +212,25 @@ class Lifecycle:
             "interrupted_deletions_completed": completed,
             "pending_deletions": len(self.tombstones.pending_ids()),
             "pending_merges": self.hygiene.pending_count(),
+            "payload_marks_refreshed": refreshed,
             "repaired": repair,
         }
+
+    def _refresh_marks(self) -> int:
+        """Write every memory's state and supersession into its payload, as the graph has them (points written
+        before the payload carried them, or a mirror a crash cut short)."""
+        columns = self.graph.falkor.scan_memories(
+            "true", "m.id, m.archived, m.merged_into IS NOT NULL, m.superseded_by IS NOT NULL")
+        if not columns:
+            return 0
+        ids, archived, merged, superseded = columns
+        archived, merged, superseded = booleans(archived), booleans(merged), booleans(superseded)
+        groups = {"merged": merged, "archived": archived & ~merged, "active": ~archived & ~merged}
+        for state, chosen in groups.items():
+            self.vectors.set_archived([i for i, c in zip(ids, chosen) if c], state != "active", state=state)
+        for flag in (True, False):
+            self.vectors.set_superseded([i for i, marked in zip(ids, superseded) if bool(marked) == flag], flag)
+        return len(ids)
 
     def _embed_missing(self, ids: Sequence[str]) -> None:
         """A node that lost its vector gets one from the built-in embedder of its content."""
