@@ -49,6 +49,11 @@ class ForgetPolicy:
     protected_importance: float
     protected_types: frozenset[str]
 
+    @property
+    def enabled(self) -> bool:
+        """Whether forgetting archives or deletes anything (both thresholds 0: off, the default)."""
+        return self.archive_threshold > 0 or self.delete_threshold > 0
+
 
 @dataclass(frozen=True)
 class ForgetDecision:

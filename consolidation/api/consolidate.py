@@ -10,6 +10,7 @@ from .auth import require_admin
 from .context import graph, services
 from ..reports import named_ids, paged_report
 from ..schedule import why_not_run
+from ..tasks.forget import policy_of
 from .models import (
     CancelAnswer,
     ConsolidateRequest,
@@ -147,7 +148,7 @@ def settings_in_force():
     svc = services()
     settings = svc.settings
     control = graph().engine.control.state()
-    forget_on = settings.consolidation_archive_threshold > 0 or settings.consolidation_delete_threshold > 0
+    forget_on = policy_of(settings).enabled
     tasks = {task: {"interval_seconds": interval, "why_not": why_not_run(
         task, interval, settings.consolidation_scheduler_enabled, bool(control.get("scheduler_paused")), forget_on,
         settings.consolidation_creative_kinds)} for task, interval in settings.task_intervals.items()}

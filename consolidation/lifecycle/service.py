@@ -15,8 +15,7 @@ import numpy as np
 
 from ..embedding import Embedder
 from ..errors import Conflict, Gone, NotFound
-from ..memory import MAX_COUNT
-from ..stores.falkor import booleans
+from ..memory import MAX_COUNT, graph_float
 from ..stores.graph import GraphStore
 from ..stores.hygiene import HygieneStore, unmerged_properties
 from ..stores.tombstones import TombstoneStore
@@ -138,20 +137,24 @@ class Lifecycle:
         return {"memory_id": memory_id, "restored_from": "tombstone", "edges_restored": restored_edges,
                 "edges_lost": len(edges) - restored_edges}
 
-    def rescore(self, ids: Sequence[str], now: datetime) -> None:
-        """Write these memories' relevance as the decay formula gives it now (graph and Qdrant payload)."""
+    def rescore(self, ids: Sequence[str], now: datetime) -> dict[str, float]:
+        """Write these memories' relevance as the decay formula gives it now (graph and Qdrant payload); returns
+        each score as the graph keeps it."""
         inputs = self.graph.scoring_inputs_of(ids)
-        if len(inputs):
-            scores = current_relevance(inputs, now)
-            self.vectors.set_relevance(inputs.ids, scores)
-            self.graph.write_scores(inputs.node_ids, inputs.ids, scores)
+        if not len(inputs):
+            return {}
+        scores = current_relevance(inputs, now)
+        self.vectors.set_relevance(inputs.ids, scores)
+        self.graph.write_scores(inputs.node_ids, inputs.ids, scores)
+        return {memory_id: graph_float(score) for memory_id, score in zip(inputs.ids, scores.tolist())}
 
     def record_use(self, memory_id: str, now: datetime) -> dict[str, Any] | None:
         """One more use, and the relevance it gives, written at once (the score shown is the score used)."""
-        if self.graph.record_access(memory_id, to_iso(now), MAX_COUNT) is None:
+        memory = self.graph.record_access(memory_id, to_iso(now), MAX_COUNT)
+        if memory is None:
             return None
-        self.rescore([memory_id], now)
-        return self.graph.get_memory(memory_id)
+        scores = self.rescore([memory_id], now)
+        return {**memory, "relevance_score": scores.get(memory_id, memory.get("relevance_score"))}
 
     # --- what a memory is now --------------------------------------------------------------------
 
@@ -164,10 +167,10 @@ class Lifecycle:
         tombstone = self.tombstones.latest(memory_id)
         if tombstone is None:
             raise NotFound(f"memory {memory_id} does not exist")
-        raise Gone(f"memory {memory_id} was deleted at {tombstone['deleted_at']}; POST /memory/{memory_id}/restore "
-                   "brings it back until restorable_until", state=DELETED, deleted_at=tombstone["deleted_at"],
-                   reason=tombstone["reason"], restorable_until=restorable_until(tombstone["deleted_at"], retention_days),
-                   deletion=tombstone["state"])
+        deleted_at = tombstone["deleted_at"]
+        raise Gone(f"memory {memory_id} was deleted at {deleted_at}; POST /memory/{memory_id}/restore brings it "
+                   "back until restorable_until", state=DELETED, deleted_at=deleted_at, reason=tombstone["reason"],
+                   restorable_until=restorable_until(deleted_at, retention_days), deletion=tombstone["state"])
 
     def detach_from_scope(self, memory_ids: Sequence[str], now: datetime) -> None:
         """Before memories move to another scope: undo what links them to the old one. Duplicates merged into
@@ -219,12 +222,7 @@ class Lifecycle:
     def _refresh_marks(self) -> int:
         """Write every memory's state and supersession into its payload, as the graph has them (points written
         before the payload carried them, or a mirror a crash cut short)."""
-        columns = self.graph.falkor.scan_memories(
-            "true", "m.id, m.archived, m.merged_into IS NOT NULL, m.superseded_by IS NOT NULL")
-        if not columns:
-            return 0
-        ids, archived, merged, superseded = columns
-        archived, merged, superseded = booleans(archived), booleans(merged), booleans(superseded)
+        ids, archived, merged, superseded = self.graph.lifecycle_marks()
         groups = {"merged": merged, "archived": archived & ~merged, "active": ~archived & ~merged}
         for state, chosen in groups.items():
             self.vectors.set_archived([i for i, c in zip(ids, chosen) if c], state != "active", state=state)

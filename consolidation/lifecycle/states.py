@@ -130,8 +130,8 @@ def _record_violations(nodes: Mapping[str, Mapping[str, Any]], records: Iterable
 
 
 def forgetting(archive_threshold: float, delete_threshold: float, interval_seconds: int) -> dict[str, Any]:
-    """Whether forgetting is on, in words an administrator can act on (both thresholds 0: off, as the
-    reference design ships it)."""
+    """Whether forgetting is on (as rules.ForgetPolicy.enabled), in words an administrator can act on (both
+    thresholds 0: off, as the reference design ships it)."""
     enabled = archive_threshold > 0 or delete_threshold > 0
     if not enabled:
         note = "off: set CONSOLIDATION_ARCHIVE_THRESHOLD / _DELETE_THRESHOLD"

@@ -494,6 +494,16 @@ class GraphStore:
         )
         return bool(rows)
 
+    def lifecycle_marks(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Every memory's id and whether it is archived, merged and superseded (what the vector payload mirrors)."""
+        columns = self.falkor.scan_memories(
+            "true", "m.id, m.archived, m.merged_into IS NOT NULL, m.superseded_by IS NOT NULL")
+        if not columns:
+            empty = np.zeros(0, bool)
+            return [], empty, empty, empty
+        ids, archived, merged, superseded = columns
+        return list(ids), booleans(archived), booleans(merged), booleans(superseded)
+
     def hold_as_used(self, memory_id: str, at: str, until: str, most_uses: int) -> None:
         """A restore: one more use now, and held from automatic archive, delete and merge until `until`."""
         self.falkor.execute(

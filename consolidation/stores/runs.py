@@ -29,7 +29,7 @@ class RunStore:
         rows = self.falkor.execute(
             "MATCH (r:ConsolidationRun {id: $id}) SET r += $fields RETURN r.cancel_requested_at IS NOT NULL",
             {"id": run_id, "fields": _encode(fields)})
-        return bool(rows) and bool(booleans([rows[0][0]])[0])
+        return _first_flag(rows)
 
     def request_cancel(self, run_id: str, at: str) -> bool:
         """Ask a running run to stop at its next safe point; False if it is not running."""
@@ -41,7 +41,7 @@ class RunStore:
     def cancel_requested(self, run_id: str) -> bool:
         rows = self.falkor.execute("MATCH (r:ConsolidationRun {id: $id}) RETURN r.cancel_requested_at IS NOT NULL",
                                    {"id": run_id}, read_only=True)
-        return bool(rows) and bool(booleans([rows[0][0]])[0])
+        return _first_flag(rows)
 
     def get(self, run_id: str) -> dict[str, Any] | None:
         rows = self.falkor.records(
@@ -69,6 +69,11 @@ class RunStore:
 
 def _encode(fields: dict[str, Any]) -> dict[str, Any]:
     return {key: json.dumps(value) if key in JSON_FIELDS else value for key, value in fields.items()}
+
+
+def _first_flag(rows: list[list[Any]]) -> bool:
+    """The boolean in the first row's first column (false when there is no row)."""
+    return bool(rows) and bool(booleans([rows[0][0]])[0])
 
 
 def decode_run(props: dict[str, Any]) -> dict[str, Any]:

@@ -105,10 +105,9 @@ def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
     leaving = [ForgetDecision(duplicate, "delete", f"merged into {canonical}, which is deleted: leaves with it",
                               float("nan"))
                for duplicate, canonical in ctx.hygiene.merged_into_any(deleted).items()]
-    forgetting = policy.archive_threshold > 0 or policy.delete_threshold > 0
     acted = np.zeros(len(scoring), bool)
     acted[[at[d.memory_id] for d in acting]] = True
-    rescored = np.flatnonzero(stale | acted) if forgetting else np.zeros(0, np.int64)
+    rescored = np.flatnonzero(stale | acted) if policy.enabled else np.zeros(0, np.int64)
     return Judgement(
         acting=acting + leaving, shielded=shielded,
         to_archive={d.memory_id: d.reason for d in acting if d.action == "archive"},
@@ -156,7 +155,7 @@ def _due(ctx: TaskContext, policy: ForgetPolicy, inputs, judged: Judgement) -> n
     threshold = np.where(archived, policy.delete_threshold, max(policy.archive_threshold, policy.delete_threshold))
     due = forget_due(policy, relevance_due(scoring, now, threshold), judged.grace_from, scoring.importance,
                      inputs.types, inputs.protected, inputs.held_until)
-    if policy.archive_threshold > 0 or policy.delete_threshold > 0:
+    if policy.enabled:
         stored = scoring.relevance.copy()
         stored[judged.rescored] = judged.relevance[judged.rescored]
         epsilon = ctx.settings.consolidation_score_epsilon
