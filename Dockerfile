@@ -28,12 +28,14 @@ COPY consolidation ./consolidation
 COPY samples ./samples
 RUN /opt/venv/bin/python -m compileall -q consolidation app.py gunicorn.conf.py
 # Inside a container the service must listen beyond loopback; DATA_DIR only matters for the embedded stores
-# (mount a volume there to run the image alone) and for gunicorn's control socket.
+# (mount a volume there to run the image alone) and for gunicorn's control socket. Runs compute in a worker
+# process the server starts beside it (compose runs `python -m consolidation worker` as a service instead).
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     HOST=0.0.0.0 \
     PORT=8000 \
-    DATA_DIR=/data
+    DATA_DIR=/data \
+    CONSOLIDATION_WORKER=child
 USER 10001:10001
 EXPOSE 8000
 # Healthy means /health answers 200: the service is up and reaches both stores (503 names the one that is not).

@@ -65,13 +65,13 @@ def bench_settings(data_dir: Path) -> Settings:
                     consolidation_delete_threshold=0.02, log_level="WARNING")
 
 
-def load_store(n: int, data_dir: Path) -> dict:
+def load_store(n: int, data_dir: Path, settings: Settings | None = None) -> dict:
     """Generate and write a store of n memories (in its own process, so the data's memory goes with it)."""
     started = time.monotonic()
     now = utc_now()
     progress(f"N={n}: generating")
     data = generate(n, now)
-    services = build_services(bench_settings(data_dir))
+    services = build_services(settings or bench_settings(data_dir))
     memories = data.memories
     # Scores as of yesterday, so the first decay has a day of change to write, as it would in service.
     for memory, score in zip(memories, yesterdays_scores(memories, now - timedelta(days=1))):

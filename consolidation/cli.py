@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import TASK_NAMES, __version__
+from . import DEFAULT_TASKS, TASK_NAMES, __version__
 from .errors import ServiceError
 
 # The stores, numpy, pydantic and rich are loaded by the command that needs them: --help and a mistyped
@@ -41,6 +41,26 @@ def serve() -> None:
     _settings()
     os.execvp(sys.executable, [sys.executable, "-m", "gunicorn", "-c", "python:consolidation.gunicorn_conf",
                                "consolidation.wsgi:app"])
+
+
+@main.command()
+@click.option("--parent-pid", type=int, hidden=True, help="Stop when this process (the server) is gone.")
+@click.option("--falkordb-socket", hidden=True, help="The parent's embedded FalkorDB (its Unix socket).")
+@click.option("--vectors-socket", type=click.Path(path_type=Path), hidden=True,
+              help="The parent's vector server (its key on stdin).")
+def worker(parent_pid: int | None, falkordb_socket: str | None, vectors_socket: Path | None) -> None:
+    """Consolidate apart from the web server: run the runs asked over HTTP and the schedule, until stopped.
+
+    Beside a service with CONSOLIDATION_WORKER=external (store servers); the service starts its own child
+    with CONSOLIDATION_WORKER=child. Any number of workers: each due task still runs once per interval."""
+    from .worker.process import WorkerLinks, run_worker
+
+    settings = _settings()
+    authkey = bytes.fromhex(sys.stdin.readline().strip()) if vectors_socket else None
+    try:
+        run_worker(settings, parent_pid, WorkerLinks(falkordb_socket, vectors_socket, authkey))
+    except ServiceError as exc:
+        raise click.ClickException(exc.detail) from None
 
 
 @main.command("import")
@@ -104,7 +124,7 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, ur
     if incremental and (full_pass or not dry_run):
         raise click.UsageError("--incremental previews the next pass: give it with --dry-run, without --full-pass")
     settings = _settings()
-    tasks = list(TASK_NAMES) if task == "full" else [task]
+    tasks = list(DEFAULT_TASKS) if task == "full" else [task]
     if url:
         remote = _remote(url, settings, graph)
         try:

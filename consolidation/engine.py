@@ -41,6 +41,7 @@ PROGRESS_WRITE_SECONDS = 1.0
 CANCELLED_DURING = "cancelled by an administrator; stopped between chunks (what it wrote is whole)"
 CANCELLED_BEFORE = "cancelled by an administrator before it started"
 RUNS_KEPT = 100
+QUEUED_LEASE_WAIT_SECONDS = 0.5  # how often a worker looks again for the lease a queued run waits for
 
 
 @dataclass
@@ -92,6 +93,7 @@ class ConsolidationEngine:
         self._background_lock = threading.Lock()
         self._unrecorded: list[tuple[str, Callable[[], None]]] = []
         self._unrecorded_lock = threading.Lock()
+        self._running = 0  # runs executing now in this process
 
     # --- running ---------------------------------------------------------------------------------
 
@@ -101,18 +103,51 @@ class ConsolidationEngine:
         limits the run to the memories of one scope (checked before the lease is taken); `full` makes every
         task a full pass. A dry run is a preview of the whole store (a full pass) unless it asks for the
         `incremental` pass the schedule would take next."""
-        full = full or (dry_run and not incremental)
+        run = self.plan(tasks, dry_run, trigger, scope, full, incremental)
+        self.stores.ensure_ready()
+        self.flush_unrecorded()  # may release a lease an outage kept us from releasing
+        self._take_lease(run)
+        self._open_record(run)
+        return run
+
+    def plan(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None = None,
+             full: bool = False, incremental: bool = False) -> Run:
+        """A run as asked (its scope checked), not begun: no lease, no record."""
         if scope is not None:
             self.stores.graph.scoping.within(scope)
-        run = self._leased_run(tasks, dry_run, trigger)
-        run.scope, run.full = scope, full
-        self._open_record(run)
+        return Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, self.clock(), graph=self.graph_name,
+                   scope=scope, full=full or (dry_run and not incremental))
+
+    def begin_queued(self, run_id: str, waiting: Callable[[], bool]) -> Run | None:
+        """Begin a run a serving process queued (a worker's side): take the lease, waiting while another run
+        holds it and `waiting()` says to go on, then mark the record running. None if the run is no longer
+        queued (cancelled, or begun by another worker)."""
+        while True:
+            record = self.runs.get(run_id)
+            if record is None or record.get("state") != "queued":
+                return None
+            run = Run(run_id, list(record["tasks"]), bool(record["dry_run"]), record["trigger"], self.clock(),
+                      graph=self.graph_name, scope=record.get("scope"), full=bool(record.get("full")))
+            self.stores.ensure_ready()
+            try:
+                self._take_lease(run)
+                break
+            except RunInProgress:
+                if not waiting():
+                    return None
+                time.sleep(QUEUED_LEASE_WAIT_SECONDS)
+        if not self.runs.start_queued(run.id, to_iso(run.started_at), self.holder):
+            self.control.release_lease(run.id)  # cancelled between our two looks
+            return None
+        self.runs.abandon_running(except_id=run.id, at=to_iso(run.started_at))
         return run
 
     def execute(self, run: Run) -> dict[str, Any]:
         """Run the tasks of a begun run in order, keeping the lease alive, then record and release it."""
         keeper = self._lease_keeper(run)
         keeper.start()
+        with self._background_lock:
+            self._running += 1
         try:
             self._mark_unmarked(run)
             self._drop_old_touches(run)
@@ -129,6 +164,8 @@ class ConsolidationEngine:
         finally:
             keeper.stop()
             result = self._finish(run)
+            with self._background_lock:
+                self._running -= 1
         return result
 
     def run(self, tasks: Sequence[str], dry_run: bool = False, trigger: str = "manual",
@@ -142,6 +179,11 @@ class ConsolidationEngine:
             self._background = [t for t in self._background if t.is_alive()] + [thread]
         thread.start()
         return thread
+
+    def busy(self) -> bool:
+        """Whether a run started here is still going (its graph must stay open)."""
+        with self._background_lock:
+            return any(thread.is_alive() for thread in self._background) or self._running > 0
 
     def wait_for_background(self, timeout: float | None = None) -> None:
         """Let runs started in the background finish (used at shutdown)."""
@@ -278,12 +320,16 @@ class ConsolidationEngine:
         self.stores.ensure_ready()
         self.flush_unrecorded()  # may release a lease an outage kept us from releasing
         run = Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, self.clock(), graph=self.graph_name)
+        self._take_lease(run)
+        return run
+
+    def _take_lease(self, run: Run) -> None:
+        """The run lease for `run`; RunInProgress naming the run that holds it otherwise."""
         ttl = self.settings.consolidation_lease_seconds
         first = run.tasks[0] if run.tasks else None
         if self.control.acquire_lease(self.holder, run.id, first, ttl) is None:
             holder = self.control.current_lease()
             raise RunInProgress(holder.run_id if holder else None, holder.task if holder else None)
-        return run
 
     @contextmanager
     def _lease_alone(self, trigger: str) -> Iterator[Run]:

@@ -92,6 +92,13 @@ class StoreUnavailable(ServiceError):
         self.store = store
 
 
+class NoWorker(ServiceError):
+    """Runs compute in worker processes, and none is alive to take this one."""
+
+    status = 503
+    error = "no_worker"
+
+
 class StoreMismatch(ServiceError):
     """An existing store holds data this service cannot use as configured (e.g. another vector size)."""
 

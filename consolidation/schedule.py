@@ -34,7 +34,7 @@ def due_tasks(control: Mapping[str, Any], intervals: Mapping[str, float], now: d
     """The tasks due at `now`, in the order a full run takes them."""
     due = []
     for task in TASK_NAMES:
-        moment = next_due(task, control, intervals[task], tick)
+        moment = next_due(task, control, intervals.get(task, 0), tick)
         if moment is not None and moment <= now:
             due.append(task)
     return due

@@ -11,12 +11,15 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import StoreUnavailable
+from .schedule import due_tasks
+from .stores.control import ControlStore
 from .timeutil import utc_now
 
 if TYPE_CHECKING:
     from .service import GraphRegistry, GraphServices
 
 log = logging.getLogger(__name__)
+PENDING_RECORDS = ("Tombstone", "MergeRecord", "EntityMerge")  # work a crash can leave half done
 
 
 class ConsolidationScheduler:
@@ -70,12 +73,30 @@ class ConsolidationScheduler:
             if result is not None:
                 results.append(result)
         self.last_error = "; ".join(errors) or None
+        self.graphs.close_idle()
         return results
+
+    def _wants_attention(self, name: str, now: datetime) -> bool:
+        """Whether a graph not open here has a task due or work a crash left pending: read from FalkorDB alone,
+        so a tick over a thousand quiet graphs opens none of their vector stores."""
+        falkor = self.graphs.connection().for_graph(name)
+        control = ControlStore(falkor).state()
+        settings = self.graphs.settings
+        if not control.get("scheduler_paused") and due_tasks(control, settings.task_intervals, now,
+                                                                settings.consolidation_tick_seconds):
+            return True
+        for label in PENDING_RECORDS:
+            rows = falkor.execute(f"MATCH (r:{label} {{state: 'pending'}}) RETURN count(r)", read_only=True)
+            if rows and int(rows[0][0] or 0) > 0:
+                return True
+        return False
 
     def _tick_graph(self, name: str, now: datetime | None, errors: list[str]) -> dict[str, Any] | None:
         """One graph's part of a tick; a store that is down or still loading is waited for, never recorded."""
         graph: GraphServices | None = None
         try:
+            if not self.graphs.is_open(name) and not self._wants_attention(name, now or self.clock()):
+                return None  # a closed graph with nothing due or pending stays closed
             graph = self.graphs.get(name)
             engine = graph.engine
             engine.stores.ensure_ready()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,13 +18,19 @@ from .heap import bound_arenas
 from .ingest import MemoryChecks, MemoryService
 from .scheduler import ConsolidationScheduler
 from .settings import Settings
-from .stores import Stores, open_stores, store_health
-from .stores.falkor import Falkor
+from .stores import Stores, open_stores, refuse_shared_graphs, store_health
+from .stores.falkor import WORKER_SCAN_READERS, Falkor
 from .stores.inspection import InspectionStore
 from .summaries import HeuristicSummarizer, LLMSummarizer, Summarizer
+from .stores.vectors import VectorStore
 from .timeutil import utc_now
+from .worker.process import ChildWorker, WorkerLinks
+from .worker.queue import RunQueue
+from .worker.runs import InlineRuns, QueuedRuns, Runner
+from .worker.vectors import RemoteVectors
 
 log = logging.getLogger(__name__)
+MIN_OPEN_SECONDS = 60.0  # a graph used this recently is kept open even beyond FALKORDB_GRAPHS_OPEN_MAX
 
 
 @dataclass
@@ -35,6 +42,7 @@ class GraphServices:
     engine: ConsolidationEngine
     memories: MemoryService
     inspection: InspectionStore
+    runner: Runner  # where a run asked over HTTP computes: here, or in a worker process
 
     def close(self) -> None:
         self.engine.wait_for_background(timeout=60)
@@ -49,14 +57,17 @@ class GraphRegistry:
     does not exist yet is a 404 rather than an empty graph made by a typo.
     """
 
-    def __init__(self, settings: Settings, build: Callable[[str, Callable[[], Falkor]], GraphServices]):
+    def __init__(self, settings: Settings, build: Callable[[str, Callable[[], Falkor]], GraphServices],
+                 connect: Callable[[], Falkor] | None = None):
         self.selection: GraphSelection = settings.graph_selection
-        self._settings = settings
+        self.settings = self._settings = settings
         self._build = build
+        self._connect = connect or (lambda: Falkor.connect(settings))
         self._graphs: dict[str, GraphServices] = {}
         self._known: list[str] = list(self.selection.names)
         self._connection: Falkor | None = None
         self._opening: dict[str, threading.Lock] = {}
+        self._used: dict[str, float] = {}  # when each open graph was last asked for (monotonic)
         self._lock = threading.RLock()
 
     def get(self, name: str | None, create: bool = True) -> GraphServices:
@@ -70,6 +81,7 @@ class GraphRegistry:
         if not self.selection.serves(name):
             raise UnknownGraph(name)
         with self._lock:
+            self._used[name] = time.monotonic()
             if name in self._graphs:
                 return self._graphs[name]
             opening = self._opening.setdefault(name, threading.Lock())
@@ -80,7 +92,9 @@ class GraphRegistry:
                     return self._graphs[name]
             if not create and name not in self.selection.names and name not in self.refresh():
                 raise UnknownGraph(name)
-            return self._open(name)
+            opened = self._open(name)
+        self.close_idle()  # a graph more open: the least recently used beyond the cap closes
+        return opened
 
     def to_write(self, name: str | None, writes: Callable[[], bool], admin: bool = True) -> GraphServices | None:
         """The graph a write addresses. One under a prefix that does not exist yet is made only when `writes`
@@ -118,6 +132,29 @@ class GraphRegistry:
         with self._lock:
             return sorted({*self._known, *self._graphs})
 
+    def is_open(self, name: str) -> bool:
+        with self._lock:
+            return name in self._graphs
+
+    def close_idle(self) -> list[str]:
+        """Close the graphs unused for FALKORDB_GRAPHS_IDLE_SECONDS, and the least recently used beyond
+        FALKORDB_GRAPHS_OPEN_MAX that have been unused for a minute at least; never a named graph, nor one whose
+        run goes on in this process. They open again when next used. The names closed."""
+        now = time.monotonic()
+        idle, cap = self._settings.falkordb_graphs_idle_seconds, self._settings.falkordb_graphs_open_max
+        with self._lock:
+            closable = sorted((self._used.get(name, 0.0), name) for name, graph in self._graphs.items()
+                              if name not in self.selection.names and not graph.engine.busy())
+            excess = len(self._graphs) - cap
+            chosen = [name for used, name in closable if now - used >= idle]
+            chosen += [name for used, name in closable if name not in chosen and now - used >= MIN_OPEN_SECONDS][
+                :max(0, excess - len(chosen))]
+            closing = [self._graphs.pop(name) for name in chosen]
+        for graph in closing:
+            graph.close()
+            log.info("graph closed (idle) graph=%s", graph.name)
+        return chosen
+
     def opened(self) -> list[GraphServices]:
         with self._lock:
             return [self._graphs[name] for name in sorted(self._graphs)]
@@ -129,7 +166,7 @@ class GraphRegistry:
     def connection(self) -> Falkor:
         with self._lock:
             if self._connection is None:
-                self._connection = Falkor.connect(self._settings)
+                self._connection = self._connect()
             return self._connection
 
     def close(self) -> None:
@@ -165,6 +202,7 @@ class Services:
     graphs: GraphRegistry
     scheduler: ConsolidationScheduler
     checks: MemoryChecks  # a write's validation, run before a write makes a new graph
+    worker: ChildWorker | None = None  # the worker child this serving process started (CONSOLIDATION_WORKER=child)
 
     # The default graph's parts: what a one-graph deployment (and most tests) work with.
     @property
@@ -195,20 +233,43 @@ class Services:
             return chosen.stores.health()
         return store_health({"graph": lambda: self.graphs.connection().ping()})
 
+    def start_consolidating(self, scheduler: bool, worker: bool = True) -> None:
+        """Start what computes runs, as CONSOLIDATION_WORKER says: the scheduler thread here (inline, when
+        `scheduler`), a worker child beside this process (child, when `worker`: it also runs what is asked by
+        hand), or nothing (external workers)."""
+        mode = self.settings.consolidation_worker
+        if mode == "inline" and scheduler:
+            self.scheduler.start()
+        elif mode == "child" and worker and self.worker is None:
+            self.worker = ChildWorker(self)
+            self.worker.start()
+
+    def run_queue(self) -> RunQueue:
+        return RunQueue(self.graphs.connection())
+
     def close(self) -> None:
-        """Stop the scheduler, let background runs finish, then release the stores; safe to call twice."""
+        """Stop the scheduler and the worker child, let background runs finish, then release the stores; safe
+        to call twice."""
         self.scheduler.stop()
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
         self.graphs.close()
 
 
 def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
-                   embedder: Embedder | None = None) -> Services:
+                   embedder: Embedder | None = None, links: WorkerLinks | None = None,
+                   worker: bool = False) -> Services:
+    """The services of a serving process, or of a `worker` process (with `links`: a child reaching its
+    parent's stores)."""
     bound_arenas()  # before the stores and the scheduler start their threads
     embedder = embedder or HashingEmbedder(settings.vector_size)
     summarizer = summarizer_for(settings)
 
+    remote_vectors = remote_vectors_of(links) if links is not None and links.vectors_socket is not None else None
+
     def build(name: str, connect: Callable[[], Falkor]) -> GraphServices:
-        stores = open_stores(settings, name, connect)
+        stores = open_stores(settings, name, connect, remote_vectors)
         engine = ConsolidationEngine(settings, stores, embedder, summarizer, clock)
         try:
             # Deletions and merges a crash interrupted are finished before the graph serves anything.
@@ -217,10 +278,26 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
             pass  # a store still down: the scheduler's ticks finish them once it answers
 
         memories = MemoryService(settings, stores, embedder, engine.lifecycle, clock)
-        return GraphServices(name, stores, engine, memories, InspectionStore(stores.graph.falkor))
+        queued = settings.consolidation_worker != "inline" and not worker
+        runner = QueuedRuns(engine, RunQueue(connect())) if queued else InlineRuns(engine)
+        return GraphServices(name, stores, engine, memories, InspectionStore(stores.graph.falkor), runner)
 
-    graphs = GraphRegistry(settings, build)
+    def connect() -> Falkor:
+        if links is not None and links.falkordb_socket:
+            falkor = Falkor.attach(links.falkordb_socket, settings.falkordb_graph)
+        else:
+            falkor = Falkor.connect(settings)
+        if worker:
+            falkor.readers = WORKER_SCAN_READERS
+        return falkor
+
+    graphs = GraphRegistry(settings, build, connect)
     try:
+        if settings.falkordb_host and not settings.qdrant_url and links is None:
+            # A replica with its own embedded Qdrant is refused now, not at each request for a shared graph.
+            existing = set(graphs.connection().graph_names())
+            refuse_shared_graphs(settings, graphs.connection().for_graph,
+                                 [name for name in graphs.refresh() if name in existing])
         for name in settings.graph_selection.names:  # named graphs open at start: a bad store shows at once
             graphs.get(name)
     except Exception:
@@ -228,6 +305,14 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
         raise
     scheduler = ConsolidationScheduler(graphs, settings.consolidation_tick_seconds, clock)
     return Services(settings, graphs, scheduler, MemoryChecks(settings, clock))
+
+
+def remote_vectors_of(links: WorkerLinks) -> Callable[[str], VectorStore]:
+    """A worker child's vector store of each graph: its parent's, over the vector server."""
+    def open_remote(name: str) -> VectorStore:
+        return RemoteVectors(links.vectors_socket, links.authkey or b"", name)
+
+    return open_remote
 
 
 def summarizer_for(settings: Settings) -> Summarizer:

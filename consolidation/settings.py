@@ -51,6 +51,10 @@ class Settings(BaseModel):
     falkordb_graphs_max: int = Field(100, ge=1, le=100000, description="an integer >= 1: the most graphs a "
                                                                       "prefix may grow to; a write that would make "
                                                                       "one more is refused")
+    # Graphs open at once (each embedded Qdrant collection holds 8 threads): beyond it, or idle this long, the
+    # least recently used graph is closed, and opened again when used.
+    falkordb_graphs_open_max: int = Field(32, ge=1, le=100000, description="an integer >= 1")
+    falkordb_graphs_idle_seconds: float = Field(600.0, gt=0, description="seconds > 0")
     graph_creation: Literal["admin", "any"] = Field(
         "admin", description="admin or any: which token's write may make a new graph under a prefix")
 
@@ -71,12 +75,18 @@ class Settings(BaseModel):
 
     # Scheduler.
     consolidation_scheduler_enabled: bool = Field(True, description="true or false")
+    # Where runs compute: `inline` in the serving process (a library's or a test's app), `child` in a worker
+    # process the serving process starts beside it (make run, the image), `external` in `consolidation worker`
+    # processes started on their own (compose's worker service; store servers only).
+    consolidation_worker: Literal["inline", "child", "external"] = Field(
+        "inline", description="inline, child or external")
     consolidation_tick_seconds: float = Field(60.0, gt=0, description="a number of seconds > 0")
     consolidation_decay_interval_seconds: Seconds = Field(86400, description="seconds >= 0 (0 disables)")
     consolidation_dedup_interval_seconds: Seconds = Field(86400, description="seconds >= 0 (0 disables)")
     consolidation_creative_interval_seconds: Seconds = Field(604800, description="seconds >= 0 (0 disables)")
     consolidation_cluster_interval_seconds: Seconds = Field(2592000, description="seconds >= 0 (0 disables)")
     consolidation_forget_interval_seconds: Seconds = Field(0, description="seconds >= 0 (0 disables)")
+    consolidation_entities_interval_seconds: Seconds = Field(0, description="seconds >= 0 (0 disables)")
     consolidation_full_pass_interval_seconds: Seconds = Field(
         604800, description="seconds >= 0 between full passes of each task, which in between work on what "
                             "changed (or came due) since their last run (0: every run is a full pass)")
@@ -260,6 +270,15 @@ class Settings(BaseModel):
             raise ValueError(
                 "WEB_CONCURRENCY > 1 needs store servers (FALKORDB_HOST and QDRANT_URL): "
                 "the embedded stores belong to one process; use WEB_THREADS for concurrency"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _external_workers_need_servers(self) -> Settings:
+        if self.consolidation_worker == "external" and self.uses_embedded_store:
+            raise ValueError(
+                "CONSOLIDATION_WORKER=external needs store servers (FALKORDB_HOST and QDRANT_URL): a worker started "
+                "on its own cannot reach another process's embedded stores; use child"
             )
         return self
 

@@ -26,4 +26,7 @@ cat <<MSG
         curl -s $URL/consolidate/status -H "Authorization: Bearer \$(cat $DATA_DIR/admin_token)"
 
 MSG
+# Runs compute in a worker process the server starts beside it, so no request waits for a run's Python.
+CONSOLIDATION_WORKER=${CONSOLIDATION_WORKER:-child}
+export CONSOLIDATION_WORKER
 exec "$BIN/python" -m gunicorn -c gunicorn.conf.py app:app

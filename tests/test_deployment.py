@@ -61,9 +61,9 @@ def interpolate(value: str, variables: dict[str, str]) -> str:
     return INTERPOLATION.sub(substitute, value).replace("$$", "$")
 
 
-def service_environment(variables: dict[str, str]) -> dict[str, str]:
-    """What the consolidation container's environment would be: env_file (.env) overlaid by `environment`."""
-    service = compose_file()["services"]["consolidation"]
+def service_environment(variables: dict[str, str], name: str = "consolidation") -> dict[str, str]:
+    """What a service container's environment would be: env_file (.env) overlaid by `environment`."""
+    service = compose_file()["services"][name]
     assert service["env_file"] == ".env"
     environment = dict(variables)
     environment.update({name: interpolate(str(value), variables) for name, value in service["environment"].items()})
@@ -78,7 +78,7 @@ def dotenv_with_secrets() -> dict[str, str]:
 
 def test_compose_runs_the_service_after_both_stores_are_healthy():
     services = compose_file()["services"]
-    assert set(services) == {"falkordb", "qdrant", "consolidation"}
+    assert set(services) == {"falkordb", "qdrant", "consolidation", "consolidation-worker"}
     for name in ("falkordb", "qdrant"):
         image = services[name]["image"]
         assert re.fullmatch(r"[a-z0-9/_-]+:v\d+\.\d+\.\d+", image), f"{name} image is not pinned: {image}"
@@ -132,6 +132,23 @@ def test_compose_wiring_gives_valid_server_settings_pointing_at_its_own_stores()
     assert interpolate(qdrant_env["QDRANT__SERVICE__API_KEY"], variables) == settings.qdrant_api_key.get_secret_value()
     assert settings.host == "0.0.0.0" and settings.port == 8000
     assert compose["services"]["consolidation"]["ports"] == ["${CONSOLIDATION_PUBLISH:-127.0.0.1:8000}:8000"]
+
+
+def test_compose_computes_runs_in_a_worker_service_of_the_same_image_on_the_same_stores():
+    compose = compose_file()
+    web, worker = compose["services"]["consolidation"], compose["services"]["consolidation-worker"]
+    assert worker["image"] == web["image"] and "build" not in worker and "ports" not in worker
+    assert worker["command"] == ["python", "-m", "consolidation", "worker"]
+    assert worker["depends_on"] == web["depends_on"] and worker["read_only"] and worker["cap_drop"] == ["ALL"]
+    variables = dotenv_with_secrets()
+    served = load_settings(service_environment(variables))
+    working = load_settings(service_environment(variables, "consolidation-worker"))
+    assert served.consolidation_worker == working.consolidation_worker == "external"
+    for setting in ("falkordb_host", "falkordb_port", "falkordb_password", "qdrant_url", "qdrant_api_key",
+                    "admin_api_token"):
+        assert getattr(served, setting) == getattr(working, setting), setting
+    # The image alone (no compose) starts its own worker child beside gunicorn.
+    assert "CONSOLIDATION_WORKER=child" in " ".join(dockerfile_stages()[-1]["ENV"])
 
 
 def test_env_example_documents_every_setting_with_its_true_default():

@@ -234,7 +234,7 @@ def test_the_openapi_documents_the_graph_header_on_every_graph_route(client):
         for method, operation in operations.items():
             headers = [p["name"] for p in operation.get("parameters", []) if p["in"] == "header"]
             about_a_graph = path.startswith(("/memory", "/memories", "/consolidate", "/clusters", "/hygiene",
-                                             "/reconcile"))
+                                             "/reconcile", "/entities"))
             assert ("X-Graph" in headers) == about_a_graph, (method, path)
             if about_a_graph:
                 assert "404" in operation["responses"], (method, path)
@@ -284,5 +284,43 @@ def test_the_cli_makes_a_new_graph_only_for_an_import_that_writes(tmp_path):
     try:
         assert graph_names(services) == ["tenant_dry"]
         assert services.graphs.get("tenant_dry").stores.graph.count_memories() == 2
+    finally:
+        services.close()
+
+
+def native_threads() -> int:
+    import os
+
+    return len(os.listdir("/proc/self/task"))
+
+
+def test_many_graphs_keep_a_bounded_number_open_and_quiet_ones_closed(tmp_path, clock, monkeypatch):
+    from consolidation import service as service_module
+
+    monkeypatch.setattr(service_module, "MIN_OPEN_SECONDS", 0.0)
+    services = build_services(make_settings(tmp_path, falkordb_graphs="tenant_*", falkordb_graph="tenant_0",
+                                            falkordb_graphs_open_max=3, consolidation_decay_interval_seconds=0,
+                                            consolidation_dedup_interval_seconds=0,
+                                            consolidation_creative_interval_seconds=0,
+                                            consolidation_cluster_interval_seconds=0), clock=clock)
+    try:
+        client = create_app(services.settings, services=services, start_scheduler=False).test_client()
+        baseline = native_threads()
+        ids = {}
+        for index in range(12):
+            answer = client.post("/memory", json={"content": f"tenant note {index}"}, headers=on(f"tenant_{index}"))
+            assert answer.status_code == 201, answer.json
+            ids[index] = answer.json["memory"]["id"]
+            assert len(services.graphs.opened()) <= 3
+        # Each embedded collection holds threads: with three open at most, twelve graphs cost what three do.
+        assert native_threads() - baseline <= 3 * 10
+        # A closed graph opens again when asked for, its memory intact.
+        assert client.get(f"/memory/{ids[0]}", headers=on("tenant_0")).json["memory"]["content"] == "tenant note 0"
+        # A tick over quiet graphs (nothing scheduled, nothing pending) opens none of them.
+        services.graphs.close_idle()
+        open_before = {graph.name for graph in services.graphs.opened()}
+        services.scheduler.run_once()
+        assert {graph.name for graph in services.graphs.opened()} <= open_before | {"tenant_0"}
+        assert len(services.graphs.names()) == 12
     finally:
         services.close()

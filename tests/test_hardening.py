@@ -371,3 +371,20 @@ def test_shutdown_compacts_a_grown_log_and_the_next_start_loads_the_snapshot(tmp
         assert reopened.execute("MATCH (m:Memory) RETURN count(m)", read_only=True)[0][0] == 500
     finally:
         reopened.close()
+
+
+def test_a_replica_with_its_own_embedded_qdrant_under_a_prefix_is_refused_at_start(tmp_path, clock):
+    from tests.processes import FalkorServer
+
+    server = FalkorServer(tmp_path / "falkordb").start()
+    shared = {"falkordb_host": "127.0.0.1", "falkordb_port": server.port, "falkordb_graphs": "tenant_*",
+              "falkordb_graph": "tenant_default"}
+    try:
+        first = build_services(make_settings(tmp_path / "one", **shared), clock=clock)
+        first.graphs.get("tenant_a")  # made and claimed by the first process's embedded Qdrant
+        with pytest.raises(StoreMismatch, match="tenant_a"):
+            build_services(make_settings(tmp_path / "two", **shared), clock=clock)  # refused before any request
+        first.close()  # released: the graph is free to be paired again
+        build_services(make_settings(tmp_path / "two", **shared), clock=clock).close()
+    finally:
+        server.kill()

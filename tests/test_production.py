@@ -90,10 +90,12 @@ def ran_at(entry: dict) -> float:
     return datetime.fromisoformat(entry["ran_at"]).timestamp()
 
 
-def test_each_due_task_runs_once_per_interval_across_three_processes(fleet, falkordb):
+# child: each replica serves HTTP in one process and consolidates in its worker child (the image's default).
+@pytest.mark.parametrize("worker", ["inline", "child"])
+def test_each_due_task_runs_once_per_interval_across_three_processes(fleet, falkordb, worker):
     intervals = {"decay": 2, "dedup": 3, "creative": 3, "cluster": 4}
     tick = 0.2
-    urls = fleet.start(3, CONSOLIDATION_TICK_SECONDS=tick, CONSOLIDATION_HISTORY_LIMIT=500,
+    urls = fleet.start(3, CONSOLIDATION_WORKER=worker, CONSOLIDATION_TICK_SECONDS=tick, CONSOLIDATION_HISTORY_LIMIT=500,
                        CONSOLIDATION_FORGET_INTERVAL_SECONDS=0,
                        **{f"CONSOLIDATION_{task.upper()}_INTERVAL_SECONDS": s for task, s in intervals.items()})
     time.sleep(12)
@@ -102,6 +104,9 @@ def test_each_due_task_runs_once_per_interval_across_three_processes(fleet, falk
 
     for view in views:  # all three schedulers were alive and competing for the same due tasks
         assert view["scheduler"]["alive"] and view["scheduler"]["last_tick_at"] is not None
+    if worker == "child":  # three worker processes, none of them a process serving HTTP
+        pids = {w["pid"] for w in views[0]["scheduler"]["workers"]}
+        assert len(pids) == 3 and not pids & {process.pid for process in fleet.processes}
     # Read after every process stopped: nothing can run between this and the run records below.
     history = json.loads(falkordb.query("MATCH (c:ConsolidationControl) RETURN c.history")[1][0][0])
     assert {entry["task"] for entry in history} == set(intervals)  # forget is disabled
@@ -176,9 +181,10 @@ def seed_memories(falkordb: FalkorServer, count: int, graph: str = "memories") -
     )
 
 
-def test_concurrent_manual_runs_on_three_processes_one_202_the_others_409(fleet, falkordb):
+@pytest.mark.parametrize("worker", ["inline", "child"])
+def test_concurrent_manual_runs_on_three_processes_one_202_the_others_409(fleet, falkordb, worker):
     seed_memories(falkordb, 40000)
-    urls = fleet.start(3)
+    urls = fleet.start(3, CONSOLIDATION_WORKER=worker)
     barrier = threading.Barrier(len(urls))
     answers: list[requests.Response | None] = [None] * len(urls)
 
@@ -199,8 +205,12 @@ def test_concurrent_manual_runs_on_three_processes_one_202_the_others_409(fleet,
         if answer.status_code == 409:
             assert answer.json()["error"] == "run_in_progress" and answer.json()["run_id"] == accepted["run_id"]
 
+    assert accepted["state"] == ("queued" if worker == "child" else "running")
     other = urls[(accepted_at + 1) % len(urls)]  # any process can follow the run
-    current = status(other)["current_run"]
+    deadline = time.monotonic() + 10
+    # A queued run: until a worker has begun it (the lease taken, then the record marked running).
+    while (current := status(other)["current_run"]) is None or current["state"] == "queued":
+        assert time.monotonic() < deadline
     assert current["run_id"] == accepted["run_id"] and current["state"] == "running"
     seen = follow(other + accepted["status_url"])
     assert any(view["state"] == "running" and view.get("progress", {}).get("total") == 40000 for view in seen)
@@ -216,7 +226,7 @@ def follow(run_url: str, seconds: float = 60) -> list[dict]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         seen.append(requests.get(run_url, headers=AUTH, timeout=10).json())
-        if seen[-1]["state"] != "running":
+        if seen[-1]["state"] not in ("running", "queued"):
             return seen
         time.sleep(0.05)
     raise AssertionError(f"run still running after {seconds} s")

@@ -16,7 +16,7 @@ def test_defaults_follow_the_design():
     assert settings.data_dir == Path("data")
     assert settings.consolidation_tick_seconds == 60
     assert settings.task_intervals == {"decay": 86400, "dedup": 86400, "creative": 604800, "cluster": 2592000,
-                                      "forget": 0}
+                                      "forget": 0, "entities": 0}
     assert settings.consolidation_decay_importance_threshold == 0.3
     assert settings.consolidation_history_limit == 20
     assert settings.consolidation_protected_types == ("Decision", "Insight")

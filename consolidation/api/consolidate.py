@@ -43,15 +43,15 @@ RUN_ID = uuid_in_path("run_id", "the run's id, as POST /consolidate answered it"
 @amend(OPTIONAL_BODY)
 def consolidate(json: ConsolidateRequest):
     """Run consolidation: 202 with the run to follow, or with wait the whole result (409 while a run goes on)."""
-    # The body is validated before begin() takes the run lease: a refused request never holds it.
-    engine = graph().engine
-    run = engine.begin(json.tasks, json.dry_run, trigger=json.trigger, scope=json.scope, full=json.full,
-                       incremental=json.incremental)
+    # The body is validated before the run is begun (the lease taken, or the run queued for a worker): a
+    # refused request never holds the lease.
+    runner = graph().runner
+    run = runner.start(json.tasks, json.dry_run, json.trigger, json.scope, json.full, json.incremental)
     if json.wait:
-        return jsonify(engine.execute(run)), 200
-    engine.execute_in_background(run)
+        return jsonify(runner.wait(run)), 200
+    state = runner.detach(run)
     return jsonify({
-        "run_id": run.id, "graph": run.graph, "state": "running", "tasks": run.tasks, "dry_run": json.dry_run,
+        "run_id": run.id, "graph": run.graph, "state": state, "tasks": run.tasks, "dry_run": json.dry_run,
         **({"scope": run.scope} if run.scope else {}),
         "status_url": url_for("consolidate.run_status", run_id=run.id),
         # Following the run needs the same graph: the status URL is the graph's, named in the same header.
@@ -64,21 +64,32 @@ def consolidate(json: ConsolidateRequest):
 def status():
     """Last runs, next due times, history, the current run and lease, store counts, the scheduler."""
     svc = services()
-    scheduler = svc.scheduler
     addressed = graph() if svc.graphs.selection.default or request.headers.get(GRAPH_HEADER) else None
     own = addressed.engine.status() if addressed else {}
     return jsonify({
         **own,
         "graphs": [{**served.engine.schedule(own if served is addressed else None),
                     "collection": svc.graphs.selection.collection(served.name)} for served in svc.graphs.all()],
-        "scheduler": {
-            "enabled": svc.settings.consolidation_scheduler_enabled,
-            "alive": scheduler.alive,
-            "tick_seconds": scheduler.tick_seconds,
-            "last_tick_at": scheduler.last_tick_at.isoformat() if scheduler.last_tick_at else None,
-            "last_error": scheduler.last_error,
-        },
+        "scheduler": _scheduler(svc),
     })
+
+
+def _scheduler(svc) -> dict:
+    """The schedule's thread here (inline), or the worker processes alive (child, external): their own
+    heartbeats say when each last ticked."""
+    settings, scheduler = svc.settings, svc.scheduler
+    if settings.consolidation_worker == "inline":
+        return {"enabled": settings.consolidation_scheduler_enabled, "runs_in": "inline", "alive": scheduler.alive,
+                "tick_seconds": scheduler.tick_seconds,
+                "last_tick_at": scheduler.last_tick_at.isoformat() if scheduler.last_tick_at else None,
+                "last_error": scheduler.last_error}
+    workers = svc.run_queue().workers()
+    ticks = sorted(w["last_tick_at"] for w in workers if w.get("last_tick_at"))
+    errors = [w["last_error"] for w in workers if w.get("last_error")]
+    return {"enabled": settings.consolidation_scheduler_enabled, "runs_in": settings.consolidation_worker,
+            "alive": bool(workers), "tick_seconds": settings.consolidation_tick_seconds,
+            "last_tick_at": ticks[-1] if ticks else None, "last_error": "; ".join(errors) or None,
+            "workers": workers}
 
 
 @blueprint.get("/consolidate/runs/<run_id>")

@@ -8,6 +8,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, RootModel, 
                       model_validator)
 
 from ..memory import Fraction
+from .. import DEFAULT_TASKS
 from ..settings import TASK_NAMES
 
 ALL_TASKS = ("full", "all")
@@ -60,7 +61,7 @@ class ConsolidateRequest(Strict):
     @property
     def tasks(self) -> list[str]:
         name = self.task or self.mode
-        return list(TASK_NAMES) if name is None or name in ALL_TASKS else [name]
+        return list(DEFAULT_TASKS) if name is None or name in ALL_TASKS else [name]
 
 
 class SchedulerRequest(Strict):
@@ -189,7 +190,8 @@ class StoreUnavailableBody(ErrorBody):
 class RunStarted(BaseModel):
     run_id: str
     graph: str
-    state: Literal["running"]
+    state: Literal["running", "queued"] = Field(
+        description="running in this process, or queued for a worker process (CONSOLIDATION_WORKER)")
     tasks: list[str]
     dry_run: bool
     scope: dict[str, str | None] | None = None
@@ -221,17 +223,21 @@ class Progress(BaseModel):
 
 
 class RunRecord(BaseModel):
-    """A run as recorded in the graph: running, succeeded, failed or abandoned."""
+    """A run as recorded in the graph: queued (for a worker), running, succeeded, failed, cancelled or
+    abandoned."""
 
     run_id: str
     graph: str | None = Field(None, description="the graph the run consolidated (none in older records)")
-    state: Literal["running", "succeeded", "failed", "abandoned", "cancelled"]
+    state: Literal["queued", "running", "succeeded", "failed", "abandoned", "cancelled"]
     tasks: list[str]
     dry_run: bool
     trigger: str
     started_at: str
     finished_at: str | None = None
     cancel_requested_at: str | None = Field(None, description="when an administrator asked it to stop")
+    queued_at: str | None = Field(None, description="when it was queued for a worker process (then started_at is "
+                                                    "when a worker began it)")
+    holder: str | None = Field(None, description="the process that ran it (host:pid:…)")
     counts: dict[str, int] | None = Field(None, description="memories by state after a real whole-graph run")
     opened: RunReport | None = Field(None, description="with ?task=: that task's report, its lists paged")
     current_task: str | None = None
@@ -268,12 +274,27 @@ class StoreCounts(BaseModel):
     difference: int
 
 
+class WorkerState(BaseModel):
+    """A worker process, as its last heartbeat (every 2 s, kept 6 s) described it."""
+
+    holder: str
+    pid: int
+    started_at: str
+    runs: int = Field(description="runs asked over HTTP it has run")
+    scheduler_enabled: bool
+    last_tick_at: str | None
+    last_error: str | None
+
+
 class SchedulerState(BaseModel):
     enabled: bool
-    alive: bool
+    runs_in: Literal["inline", "child", "external"] = Field(
+        "inline", description="where runs compute (CONSOLIDATION_WORKER): this process, or worker processes")
+    alive: bool = Field(description="inline: this process's scheduler thread; else: whether any worker is alive")
     tick_seconds: float
     last_tick_at: str | None
     last_error: str | None
+    workers: list[WorkerState] | None = Field(None, description="the worker processes alive (child, external)")
 
 
 class GraphSchedule(BaseModel):
@@ -307,6 +328,7 @@ class Status(BaseModel):
     last_dedup: str | None = None
     last_creative: str | None = None
     last_cluster: str | None = None
+    last_entities: str | None = None
     last_forget: str | None = None
     next_due: dict[str, str | None] | None = None
     history: list[HistoryEntry] | None = None

@@ -6,7 +6,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import StoreMismatch, StoreUnavailable
@@ -85,19 +85,24 @@ def store_health(pings: dict[str, Callable[[], None]]) -> dict[str, dict]:
     return report
 
 
-def open_stores(settings: Settings, graph: str, connect: Callable[[], Falkor]) -> Stores:
+def open_stores(settings: Settings, graph: str, connect: Callable[[], Falkor],
+                remote_vectors: Callable[[str], VectorStore] | None = None) -> Stores:
     """Open one graph's stores: its graph on the configured FalkorDB (through `connect`'s shared connection)
-    and its Qdrant collection, on servers or embedded under the data directory."""
+    and its Qdrant collection, on servers or embedded under the data directory (or, for a worker child,
+    `remote_vectors`: its parent's embedded store)."""
     # The vector store first: the embedded Qdrant refuses a second process, which is how a CLI command
     # notices a running service before it touches the (shared) embedded FalkorDB server.
-    vectors = _open_vectors(settings, settings.graph_selection.collection(graph))
+    if remote_vectors is not None:
+        vectors = remote_vectors(graph)
+    else:
+        vectors = _open_vectors(settings, settings.graph_selection.collection(graph))
     try:
         falkor = connect().for_graph(graph)
     except Exception:
         vectors.close()
         raise
     binding = None
-    if settings.falkordb_host and not settings.qdrant_url:
+    if settings.falkordb_host and not settings.qdrant_url and remote_vectors is None:
         binding = VectorBinding(falkor, vectors.store_id, settings.consolidation_lease_seconds)
     scoping = Scoping(settings.consolidation_scope_properties)
     stores = Stores(GraphStore(falkor, scoping), vectors, embedded=settings.uses_embedded_store, binding=binding)
@@ -147,6 +152,22 @@ class VectorBinding:
             self._heartbeat.stop()
             self._heartbeat = None
             self.claims.release(self.store_id)
+
+
+def refuse_shared_graphs(settings: Settings, falkor_for: Callable[[str], Falkor], names: Sequence[str]) -> None:
+    """At start, what a request would be refused: a graph this process would serve (under a prefix too) that
+    another live process pairs with its own embedded Qdrant. Nothing is claimed here: a graph is claimed when it
+    is opened."""
+    from .qdrant_edge import embedded_store_id
+
+    for name in names:
+        collection = settings.graph_selection.collection(name)
+        own = embedded_store_id(settings.data_dir / "qdrant" / collection)
+        other = VectorBindingStore(falkor_for(name)).other_holder(own or "")
+        if other is not None:
+            raise StoreMismatch(
+                f"another process ({other}) uses FalkorDB graph {name!r} with its own embedded Qdrant; processes "
+                "that share graphs must share the vector store: set QDRANT_URL to one Qdrant server for all of them")
 
 
 def _open_vectors(settings: Settings, collection: str) -> VectorStore:

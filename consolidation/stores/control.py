@@ -11,7 +11,7 @@ from typing import Any
 
 from ..settings import TASK_NAMES
 from .falkor import Falkor
-from .runs import decode_run
+from .runs import decode_run, encode_run
 
 
 
@@ -118,6 +118,22 @@ class ControlStore:
     def release_lease(self, run_id: str) -> None:
         LEASE.release(self.falkor, run_id)
 
+    def queue_run(self, run: dict[str, Any], since: str) -> str | None:
+        """Record `run` as queued for a worker, unless the lease is held or another run queued at or after
+        `since` still waits: that run's id then (None: recorded). One query, so of concurrent requests one
+        queues and the others see it (or see the lease a worker took for it meanwhile)."""
+        self.ensure()
+        rows = self.falkor.records(
+            f"MATCH {CONTROL} WITH c, timestamp() / 1000.0 AS now "
+            "OPTIONAL MATCH (q:ConsolidationRun {state: 'queued'}) WHERE q.queued_at >= $since "
+            "WITH c, now, collect(q.id) AS waiting "
+            "WITH waiting, CASE WHEN c.lease_expires_at >= now THEN c.lease_run_id ELSE null END AS holder "
+            "FOREACH (_ IN CASE WHEN size(waiting) = 0 AND holder IS NULL THEN [1] ELSE [] END | "
+            "CREATE (r:ConsolidationRun) SET r = $props) RETURN waiting, holder",
+            {"since": since, "props": encode_run({**run, "state": "queued", "queued_at": run["started_at"]})})
+        waiting, holder = rows[0] if rows else ([], None)
+        return holder or (waiting[0] if waiting else None)
+
     def current_lease(self) -> Lease | None:
         """The lease if someone holds it and it has not expired."""
         return self.state_and_lease()[1]
@@ -144,6 +160,13 @@ class VectorBindingStore:
 
     def renew(self, store_id: str, ttl: float) -> bool:
         return BINDING.renew(self.falkor, store_id, ttl)
+
+    def other_holder(self, store_id: str) -> str | None:
+        """The holder of a live claim by another vector store, if there is one (nothing is claimed)."""
+        rows = self.falkor.execute(
+            f"MATCH {CONTROL} WITH c, timestamp() / 1000.0 AS now WHERE c.vectors_expires_at >= now "
+            "AND c.vectors_store_id <> $store_id RETURN c.vectors_holder", {"store_id": store_id}, read_only=True)
+        return str(rows[0][0]) if rows else None
 
     def release(self, store_id: str) -> None:
         BINDING.release(self.falkor, store_id)

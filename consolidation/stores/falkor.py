@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 # Writes are chunked so that no single query holds FalkorDB's write lock for long: servers may time out
 # queries after 1 s, and a status request waiting behind a write should answer within tens of milliseconds.
-WRITE_CHUNK = 2000
+WRITE_CHUNK = 500
 # Reads over every memory go a range of node ids at a time: one 100k-row reply holds the server while it is
 # written and this process's GIL while hiredis parses it (hundreds of ms), and status requests wait behind it.
 # Two short pages asked at once keep two of the server's reader threads busy and no reply long: on 100k
@@ -34,6 +34,9 @@ WRITE_CHUNK = 2000
 # made every status request queue behind them (p50 9 -> 21 ms).
 SCAN_PAGE = 2500
 SCAN_READERS = 2
+# A worker process (runs apart from serving) asks one page at a time: FalkorDB answers reads on as many threads
+# as the server has cores (two here), and a request's read queued behind two pages waited for one of them.
+WORKER_SCAN_READERS = 1
 SOCKET_TIMEOUT_SECONDS = 60
 CONNECT_TIMEOUT_SECONDS = 3
 # The embedded server loads its data before it answers: a million memories take tens of seconds (falkordblite
@@ -53,9 +56,11 @@ OUTAGE_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingErr
 class Falkor:
     """One FalkorDB graph reached through a redis client; every store error becomes StoreUnavailable."""
 
-    def __init__(self, client: redis.Redis, graph_name: str, closer: Callable[[], None] | None = None):
+    def __init__(self, client: redis.Redis, graph_name: str, closer: Callable[[], None] | None = None,
+                 readers: int = SCAN_READERS):
         self.client = client
         self.graph_name = graph_name
+        self.readers = readers  # how many pages of a scan are asked at once
         self._graph = Graph(client, graph_name)
         self._closer = closer
 
@@ -89,9 +94,26 @@ class Falkor:
             raise StoreUnavailable("graph", f"embedded FalkorDB did not start: {exc}") from exc
         return cls(client, graph_name, lambda: _shut_down_embedded(client))
 
+    @classmethod
+    def attach(cls, socket_path: str, graph_name: str) -> Falkor:
+        """Connect to the embedded FalkorDB another process of this service started (its Unix socket): the
+        worker child's way in. Closing it leaves that server running."""
+        client = redis.Redis(unix_socket_path=socket_path, decode_responses=True,
+                             socket_timeout=SOCKET_TIMEOUT_SECONDS, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
+        return cls(client, graph_name, client.close)
+
+    @property
+    def socket_path(self) -> str | None:
+        """The Unix socket of an embedded server (None for a server reached over TCP)."""
+        return getattr(self.client, "socket_file", None)
+
+    def command(self, *args: Any) -> Any:
+        """A plain Redis command on the server (the run queue's list, the workers' heartbeats)."""
+        return self._call(self.client.execute_command, *args)
+
     def for_graph(self, graph_name: str) -> Falkor:
         """Another graph on the same server and connection; closing it leaves the connection open."""
-        return Falkor(self.client, graph_name)
+        return Falkor(self.client, graph_name, readers=self.readers)
 
     def graph_names(self) -> list[str]:
         """Every graph the server holds (GRAPH.LIST)."""
@@ -121,11 +143,17 @@ class Falkor:
         # A reply is [header, rows, statistics] when the query returns something, else just [statistics].
         return reply[1] if len(reply) == 3 else []
 
-    def scan_memories(self, where: str, returns: str, params: dict | None = None) -> list[list[Any]]:
-        """`MATCH (m:Memory) WHERE <where> RETURN <returns>` as columns, read a page of node ids at a time."""
-        query = f"MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) RETURN {returns}"
-        rows = self._read_all(query, [{**(params or {}), **page} for page in self._id_ranges(SCAN_PAGE)])
+    def scan_memories(self, where: str, returns: str, params: dict | None = None, then: str = "") -> list[list[Any]]:
+        """`MATCH (m:Memory) WHERE <where> <then> RETURN <returns>` as columns, read a page of node ids at a
+        time (`then`: a further MATCH from each memory)."""
+        rows = self._read_all(_paged(where, returns, then), [{**(params or {}), **page}
+                                                            for page in self._id_ranges(SCAN_PAGE)])
         return [list(column) for column in zip(*rows)] if rows else []
+
+    def scan_records(self, where: str, returns: str, then: str = "") -> list[list[Any]]:
+        """scan_memories as rows of parsed values (lists, maps): for the few scans that return them."""
+        query = _paged(where, returns, then)
+        return [row for page in self._id_ranges(SCAN_PAGE) for row in self.records(query, page, read_only=True)]
 
     def read_chunks(self, cypher: str, items: Sequence[Any], size: int, key: str = "ids",
                     params: dict | None = None) -> list[list[Any]]:
@@ -134,11 +162,11 @@ class Falkor:
 
     def _read_all(self, cypher: str, parameter_sets: Sequence[dict]) -> list[list[Any]]:
         """The read query run once per parameter set (plain reply), the rows in order. FalkorDB answers reads on
-        several threads: asking SCAN_READERS at once keeps them busy."""
+        several threads: asking `readers` at once keeps them busy."""
         if len(parameter_sets) <= 1:
             return self.execute(cypher, parameter_sets[0], read_only=True) if parameter_sets else []
         rows: list[list[Any]] = []
-        with ThreadPoolExecutor(max_workers=SCAN_READERS, thread_name_prefix="read") as pool:
+        with ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="read") as pool:
             for part in pool.map(lambda parameters: self.execute(cypher, parameters, read_only=True),
                                  parameter_sets):
                 rows += part
@@ -176,6 +204,11 @@ class Falkor:
             raise StoreUnavailable("graph", "FalkorDB is loading its data; try again shortly") from exc
         except OUTAGE_ERRORS as exc:
             raise StoreUnavailable("graph", f"FalkorDB is unreachable ({type(exc).__name__}: {exc})") from exc
+
+
+def _paged(where: str, returns: str, then: str) -> str:
+    """A scan's query over one page of node ids ($first, $after): no query holds the server for long."""
+    return f"MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) {then} RETURN {returns}"
 
 
 def _shut_down_embedded(client) -> None:

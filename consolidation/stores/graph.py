@@ -48,7 +48,8 @@ SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they ar
 # the dedup model judge's cached verdicts (stores/verdicts.py).
 INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
            ("Tombstone", "memory_id"), ("Tombstone", CHANGE), ("ConsolidationRun", "id"), ("MergeRecord", "id"),
-           ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"))
+           ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"), ("Entity", "id"),
+           ("EntityMerge", "id"), ("EntityMerge", "alias_id"))
 
 # A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
 # as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.

@@ -34,6 +34,8 @@ INPUT_CHUNK = 2000  # memories whose inputs (texts among them) one read query re
 # Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
 # time out queries after a second).
 POOL_CHUNK = 50
+# Terms are lists: 1,000 memories' took 127 ms of FalkorDB's write lock at 50k, and every read waited behind it.
+TERMS_WRITE_CHUNK = 200
 
 
 @dataclass
@@ -94,13 +96,11 @@ class HygieneStore:
         columns = self.falkor.scan_memories(
             f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
             INPUT_COLUMNS.format(scope=self.scoping.key_expression(), degree="0"), self.scoping.params())
-        distinct = self.falkor.records(
-            f"MATCH (m:Memory) WHERE {ACTIVE_MEMORY} AND m.distinct_from IS NOT NULL RETURN m.id, m.distinct_from",
-            read_only=True)
-        merged = self.falkor.execute(
-            "MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory) WHERE coalesce(m.archived, false) = false "
-            "RETURN m.id, d.content", read_only=True)
-        return _inputs(columns, distinct, merged)
+        distinct = self.falkor.scan_records(f"{ACTIVE_MEMORY} AND m.distinct_from IS NOT NULL", "m.id, m.distinct_from")
+        merged = self.falkor.scan_memories(
+            "m.merged_into IS NOT NULL", "c.id, m.content",
+            then="MATCH (m)-[:MERGED_INTO]->(c:Memory) WHERE coalesce(c.archived, false) = false")
+        return _inputs(columns, distinct, list(zip(*merged)))
 
     def inputs_of(self, ids: Sequence[str]) -> HygieneInputs:
         """inputs(), for the active memories among `ids` only (an incremental run's region), in batches."""
@@ -199,7 +199,7 @@ class HygieneStore:
             f"UNWIND $rows AS row MATCH (m:Memory {{id: row.id}}) WHERE m.{CHANGE} = row.change "
             "SET m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
             "m.fact_stamp = row.stamp",
-            list(rows), chunk=1000)
+            list(rows), chunk=TERMS_WRITE_CHUNK)
 
     def linked_pairs(self, pairs: Sequence[tuple[str, str]]) -> set[frozenset[str]]:
         """Which of these pairs already have a SUPERSEDES or CONTRADICTS edge (either way)."""

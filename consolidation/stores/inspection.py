@@ -54,10 +54,10 @@ class InspectionStore:
     def state_counts(self) -> dict[str, int]:
         """How many memories are in each state now (cluster summaries aside), and how many are restorable from
         a tombstone (one scan of the memories)."""
-        rows = self.falkor.execute(
-            f"MATCH (m:Memory) WHERE {NOT_SUMMARY} RETURN sum(CASE WHEN m.merged_into IS NOT NULL THEN 1 ELSE 0 END), "
-            "sum(CASE WHEN m.merged_into IS NULL AND m.archived = true THEN 1 ELSE 0 END), count(m)", read_only=True)
-        merged, archived, total = (int(value or 0) for value in rows[0]) if rows else (0, 0, 0)
+        pages = self.falkor.scan_memories(
+            NOT_SUMMARY, "sum(CASE WHEN m.merged_into IS NOT NULL THEN 1 ELSE 0 END), "
+            "sum(CASE WHEN m.merged_into IS NULL AND m.archived = true THEN 1 ELSE 0 END), count(m)")
+        merged, archived, total = (sum(int(value or 0) for value in column) for column in pages) if pages else (0, 0, 0)
         deleted = self._count("MATCH (t:Tombstone) WHERE t.state = 'deleted'", "t")
         return {"active": total - merged - archived, "archived": archived, "merged": merged, "deleted": deleted}
 

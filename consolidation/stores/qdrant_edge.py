@@ -159,6 +159,14 @@ class EdgeVectorStore:
             self._shard.update(operation)
 
 
+def embedded_store_id(directory: Path) -> str | None:
+    """The lasting name of the embedded store in `directory`, if one was ever opened there."""
+    try:
+        return str(uuid.UUID((directory.parent / f"{directory.name}.store_id").read_text().strip()))
+    except (OSError, ValueError):
+        return None
+
+
 def _store_id(path: Path) -> str:
     """A lasting name for this shard, so the graph can tell one process's embedded store from another's."""
     try:

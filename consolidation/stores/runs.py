@@ -17,25 +17,37 @@ class RunStore:
         self.falkor = falkor
 
     def create(self, run: dict[str, Any]) -> None:
-        self.falkor.execute("CREATE (r:ConsolidationRun) SET r = $props", {"props": _encode(run)})
+        self.falkor.execute("CREATE (r:ConsolidationRun) SET r = $props", {"props": encode_run(run)})
 
     def update(self, run_id: str, fields: dict[str, Any]) -> None:
         self.falkor.execute(
-            "MATCH (r:ConsolidationRun {id: $id}) SET r += $fields", {"id": run_id, "fields": _encode(fields)}
+            "MATCH (r:ConsolidationRun {id: $id}) SET r += $fields", {"id": run_id, "fields": encode_run(fields)}
         )
 
     def update_progress(self, run_id: str, fields: dict[str, Any]) -> bool:
         """update(), answering whether an administrator asked the run to stop (one round trip)."""
         rows = self.falkor.execute(
             "MATCH (r:ConsolidationRun {id: $id}) SET r += $fields RETURN r.cancel_requested_at IS NOT NULL",
-            {"id": run_id, "fields": _encode(fields)})
+            {"id": run_id, "fields": encode_run(fields)})
         return _first_flag(rows)
 
     def request_cancel(self, run_id: str, at: str) -> bool:
-        """Ask a running run to stop at its next safe point; False if it is not running."""
+        """Ask a running run to stop at its next safe point (a queued one is cancelled at once, before any
+        worker begins it); False if it is neither."""
         rows = self.falkor.execute(
-            "MATCH (r:ConsolidationRun {id: $id}) WHERE r.state = 'running' SET r.cancel_requested_at = $at "
+            "MATCH (r:ConsolidationRun {id: $id}) WHERE r.state IN ['running', 'queued'] "
+            "SET r.cancel_requested_at = $at, "
+            "r.finished_at = CASE WHEN r.state = 'queued' THEN $at ELSE r.finished_at END, "
+            "r.state = CASE WHEN r.state = 'queued' THEN 'cancelled' ELSE r.state END "
             "RETURN r.id", {"id": run_id, "at": at})
+        return bool(rows)
+
+    def start_queued(self, run_id: str, at: str, holder: str) -> bool:
+        """Mark a queued run running (its worker holds the lease); False if it is no longer queued."""
+        rows = self.falkor.execute(
+            "MATCH (r:ConsolidationRun {id: $id}) WHERE r.state = 'queued' "
+            "SET r.state = 'running', r.started_at = $at, r.holder = $holder RETURN r.id",
+            {"id": run_id, "at": at, "holder": holder})
         return bool(rows)
 
     def cancel_requested(self, run_id: str) -> bool:
@@ -61,13 +73,13 @@ class RunStore:
     def prune(self, keep: int) -> None:
         """Delete finished runs beyond the newest `keep`."""
         self.falkor.execute(
-            "MATCH (r:ConsolidationRun) WHERE r.state <> 'running' WITH r ORDER BY r.started_at DESC "
+            "MATCH (r:ConsolidationRun) WHERE NOT r.state IN ['running', 'queued'] WITH r ORDER BY r.started_at DESC "
             "SKIP $keep DELETE r",
             {"keep": keep},
         )
 
 
-def _encode(fields: dict[str, Any]) -> dict[str, Any]:
+def encode_run(fields: dict[str, Any]) -> dict[str, Any]:
     return {key: json.dumps(value) if key in JSON_FIELDS else value for key, value in fields.items()}
 
 

@@ -1,4 +1,4 @@
-"""The five consolidation tasks, by name, in the order a full run takes them."""
+"""The consolidation tasks, by name, in the order a run takes them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..settings import Settings
-from . import cluster, cluster_incremental, creative, decay, dedup, dedup_incremental, forget
+from . import cluster, cluster_incremental, creative, decay, dedup, dedup_incremental, entities, forget
 from .context import TaskContext
 
 # The version of how decay and forget find what came due (due.py): a new one makes their next pass full.
@@ -31,6 +31,7 @@ TASKS: dict[str, TaskFunction] = {
     "creative": _by_pass(creative.run, creative.run_incremental),
     "cluster": _by_pass(cluster.run, cluster_incremental.run),
     "forget": forget.run,
+    "entities": entities.run,
 }
 
 

@@ -1,0 +1,106 @@
+"""How a serving process has a run computed: on its own thread (inline), or queued for a worker process."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any, Protocol
+
+from ..engine import ConsolidationEngine, Run
+from ..errors import NoWorker, RunInProgress
+from ..timeutil import parse_iso, to_iso
+from .queue import QueuedRun, RunQueue
+
+FINISHED = frozenset({"succeeded", "failed", "cancelled", "abandoned"})
+POLL_SECONDS = 0.1
+# A worker child takes a few seconds to start: a run asked meanwhile waits this long for one to announce itself.
+WORKER_START_SECONDS = 30.0
+
+
+class Runner(Protocol):
+    """What the API asks of a graph's runs: begin one, wait for it, or let it go on alone."""
+
+    def start(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None,
+              full: bool, incremental: bool) -> Run: ...
+
+    def wait(self, run: Run) -> dict[str, Any]: ...
+
+    def detach(self, run: Run) -> str:
+        """Let the run go on without the caller; the state to report now (running or queued)."""
+
+
+class InlineRuns:
+    """Runs computed in this process: a request with wait runs it on its own thread."""
+
+    def __init__(self, engine: ConsolidationEngine):
+        self.engine = engine
+
+    def start(self, tasks, dry_run, trigger, scope, full, incremental) -> Run:
+        return self.engine.begin(tasks, dry_run, trigger=trigger, scope=scope, full=full, incremental=incremental)
+
+    def wait(self, run: Run) -> dict[str, Any]:
+        return self.engine.execute(run)
+
+    def detach(self, run: Run) -> str:
+        self.engine.execute_in_background(run)
+        return "running"
+
+
+class QueuedRuns:
+    """Runs computed by worker processes: recorded as queued in the graph, pushed on the run queue, and
+    followed through their record (progress and cancel work as for any run)."""
+
+    def __init__(self, engine: ConsolidationEngine, queue: RunQueue):
+        self.engine, self.queue = engine, queue
+
+    def start(self, tasks, dry_run, trigger, scope, full, incremental) -> Run:
+        """Queue a run; RunInProgress (409) while another runs or waits, NoWorker (503) if no worker is alive."""
+        engine = self.engine
+        run = engine.plan(tasks, dry_run, trigger, scope, full, incremental)
+        engine.stores.ensure_ready()
+        lease = engine.control.current_lease()
+        if lease is not None:
+            raise RunInProgress(lease.run_id, lease.task)
+        self._await_a_worker()
+        # A run queued longer ago than a lease lasts lost its worker on the way (it died holding the item).
+        stale = run.started_at - timedelta(seconds=engine.settings.consolidation_lease_seconds)
+        other = engine.control.queue_run(run.record(), since=to_iso(stale))
+        if other is not None:
+            raise RunInProgress(other)
+        self.queue.push(QueuedRun(engine.graph_name, run.id))
+        return run
+
+    def wait(self, run: Run) -> dict[str, Any]:
+        """The finished run's answer, the same as an inline run's; the request only sleeps meanwhile."""
+        while True:
+            record = self.engine.get_run(run.id) or {}
+            if record.get("state") in FINISHED:
+                return answer_of(record)
+            if record.get("state") == "queued" and not self.queue.workers():
+                self._await_a_worker()
+            time.sleep(POLL_SECONDS)
+
+    def detach(self, run: Run) -> str:
+        return "queued"
+
+    def _await_a_worker(self) -> None:
+        deadline = time.monotonic() + WORKER_START_SECONDS
+        while not self.queue.workers():
+            if time.monotonic() > deadline:
+                raise NoWorker("no consolidation worker is alive to run it: CONSOLIDATION_WORKER=external needs "
+                               "`consolidation worker` running beside the service (child: the service restarts "
+                               "its own; see its log)")
+            time.sleep(POLL_SECONDS * 5)
+
+
+def answer_of(record: dict[str, Any]) -> dict[str, Any]:
+    """A finished run's record in the shape POST /consolidate with wait answers."""
+    started, finished = record.get("started_at"), record.get("finished_at")
+    duration = (parse_iso(finished) - parse_iso(started)).total_seconds() if started and finished else 0.0
+    return {"run_id": record["run_id"], "graph": record.get("graph"), "trigger": record.get("trigger"),
+            "dry_run": bool(record.get("dry_run")), "tasks": record.get("tasks") or [],
+            **({"scope": record["scope"]} if record.get("scope") else {}),
+            "started_at": started, "finished_at": finished, "duration_seconds": round(duration, 3),
+            "success": record.get("state") == "succeeded", "cancelled": record.get("state") == "cancelled",
+            "results": record.get("result") or {}}

@@ -1,0 +1,194 @@
+"""Embedded vectors for a worker child: the serving process (which alone may open its embedded Qdrant) answers
+the child's vector calls over a Unix socket; matrices travel as raw bytes, in chunks."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import StoreUnavailable
+from ..stores.vectors import VectorPoint, VectorStore
+
+log = logging.getLogger(__name__)
+
+# Each call does a bounded amount of the holder's work: its request threads get the GIL back between chunks.
+IDS_PER_CALL = 1000
+VECTORS_PER_CALL = 2500
+BYTES_PER_SEND = 8 * 1024 * 1024
+CALLS = frozenset({"upsert", "vectors", "all_vectors", "payloads", "set_relevance", "set_archived",
+                   "set_superseded", "delete", "count", "ids", "ping", "describe"})
+
+
+class VectorServer:
+    """The holder's side: a thread accepting the child's connections, one thread answering each."""
+
+    def __init__(self, path: Path, authkey: bytes, vectors_of: Callable[[str], VectorStore]):
+        self.path, self.authkey, self.vectors_of = path, authkey, vectors_of
+        path.unlink(missing_ok=True)
+        self._listener = Listener(str(path), family="AF_UNIX", authkey=authkey)
+        path.chmod(0o600)
+        self._closed = threading.Event()
+        threading.Thread(target=self._accept, name="vector-server", daemon=True).start()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._listener.close()
+        self.path.unlink(missing_ok=True)
+
+    def _accept(self) -> None:
+        while not self._closed.is_set():
+            try:
+                connection = self._listener.accept()
+            except Exception:  # closed, or a caller without the key: keep serving the others
+                if self._closed.is_set():
+                    return
+                log.warning("vector server refused a connection")
+                continue
+            threading.Thread(target=self._serve, args=(connection,), name="vector-server-call", daemon=True).start()
+
+    def _serve(self, connection: Connection) -> None:
+        with connection:
+            while not self._closed.is_set():
+                try:
+                    graph, method, args = connection.recv()
+                except (EOFError, OSError):
+                    return
+                try:
+                    self._answer(connection, self._call(graph, method, args))
+                except StoreUnavailable as exc:
+                    connection.send(("unavailable", exc.store, exc.detail))
+                except Exception as exc:  # reported to the child as its call's failure
+                    connection.send(("failed", f"{type(exc).__name__}: {exc}"))
+
+    def _call(self, graph: str, method: str, args: tuple) -> Any:
+        if method not in CALLS:
+            raise ValueError(f"no vector call {method!r}")
+        vectors = self.vectors_of(graph)
+        if method == "describe":
+            return {"vector_size": vectors.vector_size, "store_id": getattr(vectors, "store_id", graph)}
+        return getattr(vectors, method)(*args)
+
+    @staticmethod
+    def _answer(connection: Connection, result: Any) -> None:
+        if not (isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], np.ndarray)):
+            connection.send(("ok", result))
+            return
+        ids, matrix = result
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        connection.send(("matrix", ids, matrix.shape))
+        data = memoryview(matrix).cast("B")
+        for start in range(0, len(data), BYTES_PER_SEND):
+            connection.send_bytes(data[start:start + BYTES_PER_SEND])
+
+
+class RemoteVectors:
+    """The child's VectorStore for one graph: every call answered by the serving process's own store."""
+
+    def __init__(self, path: Path, authkey: bytes, graph: str):
+        self.path, self.authkey, self.graph = path, authkey, graph
+        self._idle: queue.SimpleQueue[Connection] = queue.SimpleQueue()
+        described = self._ask("describe")
+        self.vector_size: int = described["vector_size"]
+        self.store_id: str = described["store_id"]
+
+    def upsert(self, points: Sequence[VectorPoint]) -> None:
+        for start in range(0, len(points), IDS_PER_CALL):
+            self._ask("upsert", list(points[start:start + IDS_PER_CALL]))
+
+    def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        found, parts = [], []
+        for start in range(0, len(ids), VECTORS_PER_CALL):
+            part_ids, part = self._ask("vectors", list(ids[start:start + VECTORS_PER_CALL]))
+            found += part_ids
+            parts.append(part)
+        return found, (np.concatenate(parts) if parts else np.zeros((0, self.vector_size), np.float32))
+
+    def all_vectors(self) -> tuple[list[str], np.ndarray]:
+        return self._ask("all_vectors")
+
+    def payloads(self, ids: Sequence[str]) -> dict[str, dict]:
+        found: dict[str, dict] = {}
+        for part in _parts(ids):
+            found.update(self._ask("payloads", part))
+        return found
+
+    def set_relevance(self, ids: Sequence[str], scores: Sequence[float]) -> None:
+        scores = list(scores)
+        for start in range(0, len(ids), IDS_PER_CALL):
+            self._ask("set_relevance", list(ids[start:start + IDS_PER_CALL]), scores[start:start + IDS_PER_CALL])
+
+    def set_archived(self, ids: Sequence[str], archived: bool, state: str | None = None) -> None:
+        for part in _parts(ids):
+            self._ask("set_archived", part, archived, state)
+
+    def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
+        for part in _parts(ids):
+            self._ask("set_superseded", part, superseded)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        for part in _parts(ids):
+            self._ask("delete", part)
+
+    def count(self) -> int:
+        return self._ask("count")
+
+    def ids(self) -> list[str]:
+        return self._ask("ids")
+
+    def ping(self) -> None:
+        self._ask("ping")
+
+    def close(self) -> None:
+        while not self._idle.empty():
+            self._idle.get().close()
+
+    def _ask(self, method: str, *args: Any) -> Any:
+        with self._connection() as connection:
+            connection.send((self.graph, method, args))
+            answer = connection.recv()
+            if answer[0] == "matrix":
+                return answer[1], _receive_matrix(connection, answer[2])
+        if answer[0] == "unavailable":
+            raise StoreUnavailable(answer[1], answer[2])
+        if answer[0] == "failed":
+            raise RuntimeError(f"the serving process's vector store failed: {answer[1]}")
+        return answer[1]
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """A connection of the pool (one per thread asking at once); a broken one is dropped, not returned."""
+        try:
+            connection = self._idle.get_nowait()
+        except queue.Empty:
+            try:
+                connection = Client(str(self.path), family="AF_UNIX", authkey=self.authkey)
+            except OSError as exc:
+                raise StoreUnavailable("vectors", f"the serving process's vector store is gone ({exc})") from exc
+        try:
+            yield connection
+        except (EOFError, OSError) as exc:
+            connection.close()
+            raise StoreUnavailable("vectors", f"the serving process's vector store is gone ({exc})") from exc
+        self._idle.put(connection)
+
+
+def _parts(ids: Sequence[str]) -> Iterator[list[str]]:
+    for start in range(0, len(ids), IDS_PER_CALL):
+        yield list(ids[start:start + IDS_PER_CALL])
+
+
+def _receive_matrix(connection: Connection, shape: tuple[int, int]) -> np.ndarray:
+    matrix = np.empty(shape, dtype=np.float32)
+    data = memoryview(matrix).cast("B")
+    received = 0
+    while received < len(data):
+        received += connection.recv_bytes_into(data[received:])
+    return matrix
