@@ -158,17 +158,20 @@ def main() -> None:
     parser.add_argument("--stores", nargs="+", default=["embedded", "server"], choices=["embedded", "server"])
     parser.add_argument("--workers", nargs="+", default=["child", "inline"], choices=["child", "inline"])
     parser.add_argument("--only-runs", action="store_true", help="skip the measurement without runs")
+    parser.add_argument("--data", type=Path, help="keep the loaded store here (embedded stores only), and load "
+                                                  "it only if it is not there yet: a rerun skips the load")
     arguments = parser.parse_args()
     results = []
     for stores in arguments.stores:
         with tempfile.TemporaryDirectory(prefix="load-bench-") as directory:
-            data_dir = Path(directory) / "data"
+            data_dir = arguments.data if arguments.data and stores == "embedded" else Path(directory) / "data"
             falkordb = FalkorServer(Path(directory) / "falkordb").start() if stores == "server" else None
             try:
                 settings = bench_settings(data_dir)
                 if falkordb:
                     settings = settings.model_copy(update={"falkordb_host": "127.0.0.1", "falkordb_port": falkordb.port})
-                load_store(arguments.memories, data_dir, settings)
+                if not (data_dir / "falkordb").exists():
+                    load_store(arguments.memories, data_dir, settings)
                 for worker in arguments.workers:
                     progress(f"{stores} stores, CONSOLIDATION_WORKER={worker}: starting")
                     service = Service(data_dir, worker, falkordb.port if falkordb else None)

@@ -35,6 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
+import entity_bench  # noqa: E402
 import memory_pairs  # noqa: E402
 import public_pairs  # noqa: E402
 
@@ -293,6 +294,7 @@ def write(out: Path, calibrations: dict, public: dict, memory: dict, notes: dict
     lines += _memory_section(memory)
     if notes:
         lines += _notes_section(notes)
+    lines += entity_bench.quality_section(entity_bench.quality())
     out.write_text("\n".join(lines) + "\n")
 
 

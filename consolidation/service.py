@@ -30,7 +30,7 @@ from .worker.runs import InlineRuns, QueuedRuns, Runner
 from .worker.vectors import RemoteVectors
 
 log = logging.getLogger(__name__)
-MIN_OPEN_SECONDS = 60.0  # a graph used this recently is kept open even beyond FALKORDB_GRAPHS_OPEN_MAX
+MIN_OPEN_SECONDS = 5.0  # a graph used this recently (a request on it may still run) stays open beyond the cap
 
 
 @dataclass
@@ -138,8 +138,8 @@ class GraphRegistry:
 
     def close_idle(self) -> list[str]:
         """Close the graphs unused for FALKORDB_GRAPHS_IDLE_SECONDS, and the least recently used beyond
-        FALKORDB_GRAPHS_OPEN_MAX that have been unused for a minute at least; never a named graph, nor one whose
-        run goes on in this process. They open again when next used. The names closed."""
+        FALKORDB_GRAPHS_OPEN_MAX unused for MIN_OPEN_SECONDS at least; never a named graph, nor one whose run goes
+        on in this process. They open again when next used. The names closed."""
         now = time.monotonic()
         idle, cap = self._settings.falkordb_graphs_idle_seconds, self._settings.falkordb_graphs_open_max
         with self._lock:

@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from .names import Evidence, alias_reason, blocking_keys, canonical_order, read_name
+import numpy as np
+
+from .names import DELETION, NAME, SHORT_FORM, Evidence, alias_reason, blocking_keys, canonical_order, read_name
 
 MAX_BLOCK = 64  # a blocking key shared by more names than this says nothing about any two of them
 
@@ -33,15 +35,39 @@ class AliasGroup:
 
 def candidate_pairs(entities: Sequence[EntityRow]) -> list[tuple[int, int]]:
     """Pairs of one category and scope that share a blocking key, each once."""
-    blocks: dict[tuple[str, str, str], list[int]] = defaultdict(list)
+    codes = {NAME: 0, SHORT_FORM: 1, DELETION: 3}
+    keys: list[str] = []
+    owners: list[int] = []  # each key's entity and role, as index * 4 + the role's code
     for index, entity in enumerate(entities):
-        for key in set(blocking_keys(read_name(entity.name))):
-            blocks[(entity.category.lower(), entity.scope, key)].append(index)
+        # One category and scope per block: both go into the key (a deletion's apart from whole names).
+        where = f"{entity.category.lower()}\x1f{entity.scope}\x1f"
+        for key, role in blocking_keys(read_name(entity.name)):
+            code = codes[role]
+            keys.append(where + key if code != 3 else where + "~" + key)
+            owners.append(index * 4 + code)
+    if not keys:
+        return []
+    # Blocks by the keys' hashes, sorted in numpy: only the keys shared by two names come back to Python (a
+    # hash collision only adds a pair for the rule to refuse).
+    hashes = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
+    order = np.argsort(hashes, kind="stable")
+    sorted_hashes, sorted_owners = hashes[order], np.asarray(owners, dtype=np.int64)[order]
+    starts = np.flatnonzero(np.r_[True, sorted_hashes[1:] != sorted_hashes[:-1]])
+    sizes = np.diff(np.r_[starts, sorted_hashes.size])
     pairs: set[tuple[int, int]] = set()
-    for members in blocks.values():
-        if 2 <= len(members) <= MAX_BLOCK:
-            pairs.update(combinations(sorted(members), 2))
+    for start, size in zip(starts[(sizes > 1) & (sizes <= MAX_BLOCK)].tolist(),
+                           sizes[(sizes > 1) & (sizes <= MAX_BLOCK)].tolist()):
+        _pair_block(sorted_owners[start:start + size].tolist(), pairs)
     return sorted(pairs)
+
+
+def _pair_block(block: list[int], pairs: set[tuple[int, int]]) -> None:
+    """The pairs one block makes: any two of its names (own keys, stems, deletions), and each short form
+    (initials, numeronym) with each name, never two short forms."""
+    names = sorted({m >> 2 for m in block if m & 3 != 1})
+    short = {m >> 2 for m in block if m & 3 == 1}
+    pairs.update(combinations(names, 2))
+    pairs.update((min(i, j), max(i, j)) for i in names for j in short if i != j)
 
 
 def alias_groups(entities: Sequence[EntityRow], pairs: Sequence[tuple[int, int]],

@@ -47,17 +47,27 @@ def read_name(text: str) -> Name:
     return Name(text, key, tokens, stems, initials, numeronym)
 
 
-def blocking_keys(name: Name) -> list[str]:
-    """The keys under which a name meets its possible aliases: two names share one only if a rule could pair
-    them (same key, a neutral suffix, initials or a numeronym written out, one edit apart)."""
-    keys = [f"k:{name.key}"]
-    keys += [f"k:{stem}" for stem in name.stems]
+# How a name holds a blocking key: as its own key or stem (meets every holder), as its initials or numeronym
+# (meets only names whose own key it is: two names with the same initials say nothing of each other), or as a
+# one-letter deletion (meets the other deletions).
+NAME, SHORT_FORM, DELETION = "name", "short", "deletion"
+
+
+def blocking_keys(name: Name) -> list[tuple[str, str]]:
+    """The (key, role) pairs under which a name meets its possible aliases: two names meet only if a rule could
+    pair them (same key, a neutral suffix, initials or a numeronym written out, one edit apart)."""
+    keys = [(name.key, NAME), *((stem, NAME) for stem in name.stems)]
     if name.initials and MIN_ACRONYM_LENGTH <= len(name.initials) <= MAX_ACRONYM_LENGTH:
-        keys.append(f"k:{name.initials}")
+        keys.append((name.initials, SHORT_FORM))
     if name.numeronym:
-        keys.append(f"k:{name.numeronym}")
+        keys.append((name.numeronym, SHORT_FORM))
+    if len(name.tokens) >= 2 and name.tokens[-1].isalpha():  # "J. Smith" meets "John Smith"
+        keys.append((name.tokens[0][0] + name.tokens[-1], NAME))
     if len(name.key) >= MIN_SPELLING_LENGTH:
-        keys += [f"d:{name.key[:i]}{name.key[i + 1:]}" for i in range(len(name.key))] + [f"d:{name.key}"]
+        # Letters only: two names one digit apart are never a spelling variant ("Python 2" / "Python 3").
+        key = name.key
+        keys += [(f"{key[:i]}{key[i + 1:]}", DELETION) for i in range(len(key)) if not key[i].isdigit()]
+        keys.append((key, DELETION))
     return keys
 
 
@@ -103,6 +113,8 @@ def canonical_order(name: Name, references: int) -> tuple:
 
 
 def _fold(text: str) -> str:
+    if text.isascii():
+        return text
     return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
 
 

@@ -127,16 +127,19 @@ class EntityStore:
         """Each pending merge's move, then its record `done` (repeatable: a crash anywhere is finished by
         running it again)."""
         for part in chunked(list(record_ids), WRITE_CHUNK):
-            rows = [{"id": record_id, "added": json.loads(added)} for record_id, added in self.falkor.records(
-                "UNWIND $ids AS rid MATCH (r:EntityMerge {id: rid, state: 'pending'}) RETURN r.id, r.added_aliases",
-                {"ids": list(part)}, read_only=True)]
+            # The entities are matched by ids passed in (an index lookup), not by the record's properties.
+            rows = [{"id": record_id, "alias": alias, "canonical": canonical, "added": json.loads(added)}
+                    for record_id, alias, canonical, added in self.falkor.records(
+                        "UNWIND $ids AS rid MATCH (r:EntityMerge {id: rid, state: 'pending'}) "
+                        "RETURN r.id, r.alias_id, r.canonical_id, r.added_aliases", {"ids": list(part)},
+                        read_only=True)]
             self.falkor.execute(
-                "UNWIND $rows AS row MATCH (r:EntityMerge {id: row.id}) "
-                "MATCH (a:Entity {id: r.alias_id})-[old:REFERENCED_IN]->(m:Memory), (c:Entity {id: r.canonical_id}) "
+                "UNWIND $rows AS row MATCH (a:Entity {id: row.alias})-[old:REFERENCED_IN]->(m:Memory) "
+                "MATCH (c:Entity {id: row.canonical}) "
                 "MERGE (c)-[n:REFERENCED_IN]->(m) ON CREATE SET n = properties(old) DELETE old", {"rows": rows})
             self.falkor.execute(
                 "UNWIND $rows AS row MATCH (r:EntityMerge {id: row.id}) "
-                "MATCH (a:Entity {id: r.alias_id}), (c:Entity {id: r.canonical_id}) "
+                "MATCH (a:Entity {id: row.alias}), (c:Entity {id: row.canonical}) "
                 "SET a.merged_into = c.id, a.merged_at = r.created_at, "
                 "c.aliases = coalesce(c.aliases, []) + [x IN row.added WHERE NOT x IN coalesce(c.aliases, [])], "
                 "r.state = 'done'", {"rows": rows})

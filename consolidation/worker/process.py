@@ -69,6 +69,8 @@ class Worker:
         heartbeat.start()
         log.info("consolidation worker started holder=%s parent=%s", self.holder, self.parent_pid)
         next_tick = time.monotonic() + settings.consolidation_tick_seconds
+        if self.parent_pid is not None:
+            threading.Thread(target=self._follow_parent, name="parent-watch", daemon=True).start()
         try:
             while not self._stop.is_set() and self._parent_alive():
                 queued = self._pop(min(POP_WAIT_SECONDS, max(0.0, next_tick - time.monotonic())))
@@ -116,6 +118,15 @@ class Worker:
             engine.execute(run)
         except Exception:  # the loop must survive anything a run throws; the record says what happened
             log.exception("consolidation worker could not run graph=%s run=%s", queued.graph, queued.run_id)
+
+    def _follow_parent(self) -> None:
+        """A child ends with its parent, even in the middle of a run: what it holds (the embedded stores, the
+        vectors it is fed) went with the parent, and a run stopped anywhere is completed or abandoned by the
+        rules of a crash (records first, the lease expires)."""
+        while not self._stop.wait(1.0):
+            if not self._parent_alive():
+                log.error("consolidation worker's parent is gone; stopping now parent=%s", self.parent_pid)
+                os._exit(3)
 
     def _parent_alive(self) -> bool:
         return self.parent_pid is None or os.getppid() == self.parent_pid
