@@ -95,7 +95,10 @@ class EdgeVectorStore:
                     self._cache.drop(part)
 
     def count(self) -> int:
-        return self._shard.info().points_count
+        # The in-memory copy is exact (every write updates both under the lock): counting it never waits for
+        # the shard, whose own lock an update or a segment optimisation may hold (status asks at every call).
+        cache = getattr(self, "_cache", None)  # None too while the store is being opened
+        return len(cache) if cache is not None else self._shard.info().points_count
 
     def ids(self) -> list[str]:
         with self._lock:
