@@ -243,9 +243,11 @@ class HygieneStore:
         return [r["duplicate_id"] for r in records]
 
     def _canonical_fields(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-        rows = self.falkor.records(
-            f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, "
-            f"{', '.join(f'm.{name}' for name in CANONICAL_FIELDS)}", {"ids": list(ids)}, read_only=True)
+        # A chunk at a time: at a million memories one read of every canonical held FalkorDB for half a second.
+        query = (f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, "
+                 f"{', '.join(f'm.{name}' for name in CANONICAL_FIELDS)}")
+        rows = [row for part in chunked(list(ids), INPUT_CHUNK)
+                for row in self.falkor.records(query, {"ids": list(part)}, read_only=True)]
         return {row[0]: dict(zip(CANONICAL_FIELDS, row[1:])) for row in rows}
 
     def has_pending(self) -> bool:
