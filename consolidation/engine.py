@@ -319,7 +319,7 @@ class ConsolidationEngine:
     def _leased_run(self, tasks: Sequence[str], dry_run: bool, trigger: str) -> Run:
         self.stores.ensure_ready()
         self.flush_unrecorded()  # may release a lease an outage kept us from releasing
-        run = Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, self.clock(), graph=self.graph_name)
+        run = self.plan(tasks, dry_run, trigger)
         self._take_lease(run)
         return run
 

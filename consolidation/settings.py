@@ -347,6 +347,12 @@ def hand_to_workers(name: str, value: str) -> None:
     os.environ[name] = value
 
 
+def child_environment(overrides: Mapping[str, str]) -> dict[str, str]:
+    """The environment a child process of the service starts with: this one's (it reads its settings from it),
+    with `overrides`. With load_settings and hand_to_workers, the only places that touch the environment."""
+    return {**os.environ, **overrides}
+
+
 def _saved_token(data_dir: Path) -> str | None:
     """The token `make run` keeps in DATA_DIR/admin_token, used when ADMIN_API_TOKEN is not set."""
     try:

@@ -57,8 +57,10 @@ def _evidence(ctx: TaskContext, store: EntityStore, entities: list[EntityRow], p
             if norm > 0:
                 means[i] = mean / norm
 
+    referenced = {entity_id: set(memories) for entity_id, memories in references.items()}
+
     def evidence(i: int, j: int) -> Evidence:
-        mine, theirs = set(references.get(entities[i].id, ())), set(references.get(entities[j].id, ()))
+        mine, theirs = referenced.get(entities[i].id, set()), referenced.get(entities[j].id, set())
         shared = len(mine & theirs) / min(len(mine), len(theirs)) if mine and theirs else 0.0
         context = float(means[i] @ means[j]) if i in means and j in means else None
         return Evidence(shared, context)

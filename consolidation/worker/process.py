@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreUnavailable
 from ..heartbeat import Heartbeat
+from ..settings import child_environment
 from ..stores.control import new_holder
 from ..timeutil import to_iso, utc_now
 from .queue import QueuedRun, RunQueue
@@ -187,7 +188,7 @@ class ChildWorker:
         if links.vectors_socket:
             command += ["--vectors-socket", str(links.vectors_socket)]
         # The environment passed on whole (the child reads its settings from it), its numeric libraries capped.
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, env={**os.environ, **ONE_THREAD})
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, env=child_environment(ONE_THREAD))
         assert process.stdin is not None
         process.stdin.write((links.authkey or b"").hex().encode() + b"\n")  # the key never shows in `ps`
         process.stdin.close()
