@@ -258,7 +258,8 @@ class ConsolidationEngine:
     # --- reading ---------------------------------------------------------------------------------
 
     def status(self) -> dict[str, Any]:
-        control, lease, current = self.control.state_lease_and_run()
+        reading = self.control.status_reading()
+        control, lease, current = reading.state, reading.lease, reading.current_run
         now = self.clock()
         return {
             "graph": self.graph_name,
@@ -267,7 +268,7 @@ class ConsolidationEngine:
             "history": control["history"],
             "current_run": _public_run(current) if current else None,
             "lease": _public_lease(lease),
-            "store_counts": self._counts(),
+            "store_counts": self._counts(reading.memory_count),
             "paused": bool(control.get("scheduler_paused")), "paused_at": control.get("scheduler_paused_at"),
             "forgetting": forgetting(self.settings.consolidation_archive_threshold,
                                      self.settings.consolidation_delete_threshold,
@@ -478,8 +479,7 @@ class ConsolidationEngine:
             log.warning("consolidation could not count memory states run=%s", run.id)
             return {}
 
-    def _counts(self) -> dict[str, Any]:
-        graph = self.stores.graph.count_memories()
+    def _counts(self, graph: int) -> dict[str, Any]:
         vectors = self.stores.vectors.count()
         return {"graph_memories": graph, "vector_points": vectors, "in_sync": graph == vectors,
                 "difference": graph - vectors}

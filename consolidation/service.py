@@ -203,6 +203,7 @@ class Services:
     scheduler: ConsolidationScheduler
     checks: MemoryChecks  # a write's validation, run before a write makes a new graph
     worker: ChildWorker | None = None  # the worker child this serving process started (CONSOLIDATION_WORKER=child)
+    _run_queue: RunQueue | None = None
 
     # The default graph's parts: what a one-graph deployment (and most tests) work with.
     @property
@@ -245,7 +246,10 @@ class Services:
             self.worker.start()
 
     def run_queue(self) -> RunQueue:
-        return RunQueue(self.graphs.connection())
+        connection = self.graphs.connection()
+        if self._run_queue is None or self._run_queue.falkor is not connection:
+            self._run_queue = RunQueue(connection)
+        return self._run_queue
 
     def close(self) -> None:
         """Stop the scheduler and the worker child, let background runs finish, then release the stores; safe

@@ -152,3 +152,20 @@ def test_any_mix_of_writes_and_reads_agrees_with_a_plain_dictionary(steps):
         everything = cache.get(list(truth))
         assert np.allclose(everything[1], np.array([truth[k] for k in everything[0]]).reshape(-1, 4))
     assert all(np.array_equal(view, snapshot) for view, snapshot in held)
+
+
+def test_a_new_memory_while_a_view_is_out_takes_a_new_row_instead_of_copying_the_matrix():
+    cache, ids, vectors = _filled(100)
+    found, view = cache.all()
+    held = view.copy()
+    cache.drop(ids[10:20])  # ten freed rows, under the view
+    matrix = cache._matrix
+    new = normalized(np.random.default_rng(9).standard_normal((3, 8)))
+    cache.put(["n0", "n1", "n2"], new)
+    assert cache._matrix is matrix  # not copied
+    assert np.array_equal(view, held)  # what was handed out did not change
+    assert all(cache._row_of[i] >= 100 for i in ("n0", "n1", "n2")) and len(cache._free) == 10
+    assert np.allclose(cache.get(["n1"])[1], new[1:2])
+    del view, found, matrix
+    cache.put(["n3"], new[:1])  # nothing lent any more: a freed row is reused
+    assert cache._row_of["n3"] < 100 and len(cache._free) == 9

@@ -133,6 +133,7 @@ def test_status_names_the_worker_processes_and_where_runs_compute(queued, auth):
 def test_the_vector_server_hands_over_every_call_exactly(services, tmp_path, monkeypatch):
     monkeypatch.setattr(worker_vectors, "BYTES_PER_SEND", 1000)  # a matrix in many pieces
     monkeypatch.setattr(worker_vectors, "IDS_PER_CALL", 7)
+    monkeypatch.setattr(worker_vectors, "ITEMS_PER_SEND", 6)  # long id lists in several messages
     ids = add_memories(services, 40)
     directory = tempfile.mkdtemp(prefix="wt-")
     path, key = Path(directory) / "v.sock", secrets.token_bytes(16)
@@ -156,6 +157,7 @@ def test_the_vector_server_hands_over_every_call_exactly(services, tmp_path, mon
         remote.upsert([VectorPoint(fresh, unit(np.arange(1, 17)), {"relevance_score": 0.9})])
         remote.delete(ids[30:])
         assert remote.count() == local.count() == 31 and fresh in local.ids()
+        assert remote.ids() == local.ids()
         with pytest.raises(Exception):  # a caller without the key is refused
             Client(str(path), family="AF_UNIX", authkey=b"wrong")
         server.close()

@@ -44,6 +44,17 @@ class Lease:
     expires_at: float
 
 
+@dataclass(frozen=True)
+class StatusReading:
+    """What a status request reads from the graph: control fields, live lease, the leased run's record (None:
+    none), how many memory nodes there are."""
+
+    state: dict[str, Any]
+    lease: Lease | None
+    current_run: dict[str, Any] | None
+    memory_count: int
+
+
 class ControlStore:
     """Reads and writes the singleton control node that makes the schedule survive restarts."""
 
@@ -62,15 +73,18 @@ class ControlStore:
         rows = self.falkor.records(f"MATCH {CONTROL} RETURN properties(c), timestamp() / 1000.0", read_only=True)
         return _state_and_lease(rows[0] if rows else None)
 
-    def state_lease_and_run(self) -> tuple[dict[str, Any], Lease | None, dict[str, Any] | None]:
-        """state_and_lease, and the record of the run holding the lease (None: none), in one round trip. Status
-        is polled during long runs, whose own reads and writes keep the server busy: every round trip waits."""
+    def status_reading(self) -> StatusReading:
+        """The control fields, the live lease, the record of the run holding it and the count of memory nodes,
+        in one round trip. Status is polled during long runs, whose writes hold the server: every round trip
+        may wait behind one, so status makes one (the count comes from the label statistics, not a scan)."""
         rows = self.falkor.records(
-            f"MATCH {CONTROL} OPTIONAL MATCH (r:ConsolidationRun {{id: c.lease_run_id}}) "
-            "RETURN properties(c), timestamp() / 1000.0, properties(r)", read_only=True)
-        state, lease = _state_and_lease(rows[0] if rows else None)
-        record = rows[0][2] if rows and lease is not None else None
-        return state, lease, decode_run(dict(record)) if record else None
+            "CALL db.meta.stats() YIELD labels WITH coalesce(labels['Memory'], 0) AS memories "
+            f"OPTIONAL MATCH {CONTROL} WITH memories, c OPTIONAL MATCH (r:ConsolidationRun {{id: c.lease_run_id}}) "
+            "RETURN properties(c), timestamp() / 1000.0, properties(r), memories", read_only=True)
+        row = rows[0]
+        state, lease = _state_and_lease(row if row[0] is not None else None)
+        record = row[2] if lease is not None else None
+        return StatusReading(state, lease, decode_run(dict(record)) if record else None, int(row[3]))
 
     def record_task(self, task: str, entry: dict[str, Any], history_limit: int,
                     watermark: Watermark | None = None) -> None:

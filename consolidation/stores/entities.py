@@ -145,12 +145,11 @@ class EntityStore:
                 "r.state = 'done'", {"rows": rows})
 
     def _pages(self, query: str) -> list[list[Any]]:
-        top = self.falkor.execute("MATCH (e:Entity) RETURN max(id(e))", read_only=True)
-        highest = top[0][0] if top else None
+        highest = self.falkor.highest_node_id("Entity")
         if highest is None:
             return []
         params = self.scoping.params()
-        return [row for first in range(0, int(highest) + 1, PAGE)
+        return [row for first in range(0, highest + 1, PAGE)
                 for row in self.falkor.records(query, {**params, "first": first, "after": first + PAGE},
                                                read_only=True)]
 

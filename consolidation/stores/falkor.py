@@ -8,6 +8,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +25,15 @@ from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Writes are chunked so that no single query holds FalkorDB's write lock for long: servers may time out
-# queries after 1 s, and a status request waiting behind a write should answer within tens of milliseconds.
+# Writes are chunked so that no single query holds FalkorDB for long: a write holds the whole server (every
+# client's command waits for it, reads of other graphs and plain Redis commands too), so its length is every
+# request's worst wait. WRITE_CHUNK is the most rows one write takes; the next chunk is sized from the rows per
+# second of the last one so that it lasts about WRITE_TARGET_SECONDS (at 1M memories 500 score rows took
+# 20-45 ms and 200 merge records 268 ms, and status requests, each waiting behind one, missed 50 ms).
 WRITE_CHUNK = 500
+WRITE_TARGET_SECONDS = 0.01
+WRITE_FEWEST_ROWS = 20
+PACES_KEPT = 512
 # Reads over every memory go a range of node ids at a time: one 100k-row reply holds the server while it is
 # written and this process's GIL while hiredis parses it (hundreds of ms), and status requests wait behind it.
 # Two short pages asked at once keep two of the server's reader threads busy and no reply long: on 100k
@@ -63,6 +70,7 @@ class Falkor:
         self.readers = readers  # how many pages of a scan are asked at once
         self._graph = Graph(client, graph_name)
         self._closer = closer
+        self._paces: dict[tuple[str, int], WritePace] = {}  # by query and largest chunk: learnt once, kept
 
     @classmethod
     def connect(cls, settings: Settings) -> Falkor:
@@ -177,25 +185,50 @@ class Falkor:
         at a time (no index needed, no long write lock); returns how many memories it set."""
         query = (f"{prefix} MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) "
                  f"SET {sets} RETURN count(m)")
-        done = 0
-        for page in self._id_ranges(WRITE_CHUNK):
-            rows = self.execute(query, {**(params or {}), **page})
+        highest = self.highest_node_id()
+        done, first, pace = 0, 0, self._pace(query, WRITE_CHUNK)
+        while highest is not None and first <= highest:
+            after = first + pace.rows
+            with pace.timing(after - first):
+                rows = self.execute(query, {**(params or {}), "first": first, "after": after})
             done += int(rows[0][0]) if rows else 0
+            first = after
         return done
+
+    def highest_node_id(self, label: str = "Memory") -> int | None:
+        """The highest internal id of a node of this label (None: none). Node ids are distinct, so it is at
+        least the label's count less one: scanning from there reads the few nodes above, not every one
+        (`max(id(m))` over all of them took 106 ms at 1M memories, before every scan)."""
+        count = int(self.execute(f"MATCH (n:{label}) RETURN count(n)", read_only=True)[0][0])
+        if count == 0:
+            return None
+        top = self.execute(f"MATCH (n:{label}) WHERE id(n) >= $floor RETURN max(id(n))", {"floor": count - 1},
+                           read_only=True)
+        return int(top[0][0])
 
     def _id_ranges(self, step: int) -> Iterator[dict[str, int]]:
         """`$first` / `$after` parameters covering every memory's node id, `step` ids at a time."""
-        top = self.execute("MATCH (m:Memory) RETURN max(id(m))", read_only=True)
-        highest = top[0][0] if top else None
+        highest = self.highest_node_id()
         if highest is None:
             return
-        for first in range(0, int(highest) + 1, step):
+        for first in range(0, highest + 1, step):
             yield {"first": first, "after": first + step}
 
     def write_chunks(self, cypher: str, rows: Sequence[Any], chunk: int = WRITE_CHUNK, **params: Any) -> None:
-        """Run `UNWIND $rows AS row ...` over the rows, a chunk at a time, with any further parameters."""
-        for part in chunked(rows, chunk):
-            self.execute(cypher, {**params, "rows": list(part)})
+        """Run `UNWIND $rows AS row ...` over the rows, a chunk of at most `chunk` at a time (fewer when the
+        write is slow: see WRITE_TARGET_SECONDS), with any further parameters."""
+        done, pace = 0, self._pace(cypher, chunk)
+        while done < len(rows):
+            part = list(rows[done:done + pace.rows])
+            with pace.timing(len(part)):
+                self.execute(cypher, {**params, "rows": part})
+            done += len(part)
+
+    def _pace(self, cypher: str, most: int) -> WritePace:
+        """The pace of this write, as the last series of it left it (a new one starts at `most` rows)."""
+        if len(self._paces) > PACES_KEPT:  # queries are a fixed set of texts; this only bounds a mistake
+            self._paces.clear()
+        return self._paces.setdefault((cypher, most), WritePace(most))
 
     def _call(self, function: Callable, *args):
         try:
@@ -204,6 +237,26 @@ class Falkor:
             raise StoreUnavailable("graph", "FalkorDB is loading its data; try again shortly") from exc
         except OUTAGE_ERRORS as exc:
             raise StoreUnavailable("graph", f"FalkorDB is unreachable ({type(exc).__name__}: {exc})") from exc
+
+
+class WritePace:
+    """How many rows the next write of a series takes, so that each lasts about WRITE_TARGET_SECONDS: from the
+    rows per second of the last one, at most `most`, and never more than doubling or halving at once."""
+
+    def __init__(self, most: int):
+        self.most = most
+        self.rows = most
+
+    @contextmanager
+    def timing(self, rows: int) -> Iterator[None]:
+        started = time.perf_counter()
+        yield
+        self.took(rows, time.perf_counter() - started)
+
+    def took(self, rows: int, seconds: float) -> None:
+        wanted = int(rows / max(seconds, 1e-6) * WRITE_TARGET_SECONDS)
+        self.rows = max(min(WRITE_FEWEST_ROWS, self.most), min(wanted, 2 * self.rows, self.most),
+                        self.rows // 2)
 
 
 def _paged(where: str, returns: str, then: str) -> str:

@@ -26,6 +26,7 @@ from ..similarity import normalized
 
 GROWTH = 1.5
 REORDER_CHUNK = 65536
+COPY_ROWS = 8192  # rows copied at once when the matrix is copied whole (12 MB at 384 dimensions: a few ms)
 # A request for at least this share of the rows is handed a view, the rows reordered first when a slice cannot
 # show them (another order, or rows between them left out: archived memories keep their vectors); a smaller
 # request is copied.
@@ -49,11 +50,15 @@ class VectorCache:
     def put(self, ids: Sequence[str], vectors: np.ndarray) -> None:
         """Insert or replace; vectors are stored normalised, as the cosine store returns them."""
         unit = normalized(vectors)
-        self._unshare(max((self._row_of.get(i, -1) for i in ids), default=-1), bool(self._free))
+        # While a view is out (a task's, or the matrix being sent to the worker child), new ids take new rows:
+        # reusing a freed row under the view would copy the whole matrix first (1.5 GB at a million, seconds
+        # with the GIL held, in a request that adds one memory).
+        reuse = bool(self._free) and not (self._lent_rows > 0 and sys.getrefcount(self._matrix) > 2)
+        self._unshare(max((self._row_of.get(i, -1) for i in ids), default=-1), reuse)
         for memory_id, vector in zip(ids, unit):
             row = self._row_of.get(memory_id)
             if row is None:
-                row = self._free.pop() if self._free else self._append_row()
+                row = self._free.pop() if reuse and self._free else self._append_row()
                 self._row_of[memory_id] = row
                 self._ids[row] = memory_id
             self._matrix[row] = vector
@@ -68,7 +73,10 @@ class VectorCache:
     def get(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The cached ids among `ids`, in that order, and their vectors (read-only: a view when they are most
         of the rows, stored in that order once reordered if need be; a copy when they are few)."""
-        found, rows = self._rows(ids)
+        return self._lend(*self._rows(ids))
+
+    def _lend(self, found: list[str], rows: np.ndarray) -> tuple[list[str], np.ndarray]:
+        """The vectors of `rows` (the rows of the ids `found`): see get."""
         # A few rows are copied: cheap, and a view of them would make the next write copy the whole matrix.
         large = rows.size > 0 and rows.size >= REORDER_SHARE * len(self._row_of)
         if large and not _consecutive(rows) and self._reorder(rows):
@@ -90,7 +98,10 @@ class VectorCache:
         return list(compress(ids, cached.tolist())), rows[cached]
 
     def all(self) -> tuple[list[str], np.ndarray]:
-        return self.get(list(self._row_of))
+        """Every cached id and its vector (get for every id, without looking each one up: at a million ids
+        the lookups held the GIL for 300 ms, the rows read from the map 20 ms)."""
+        ids = list(self._row_of)
+        return self._lend(ids, np.fromiter(self._row_of.values(), dtype=np.int64, count=len(ids)))
 
     def ids(self) -> list[str]:
         return list(self._row_of)
@@ -117,7 +128,10 @@ class VectorCache:
         if vectors is None or len(ids) != expected_count or vectors.shape[1:] != (vector_size,):
             return None
         cache = cls(vector_size)
-        cache._ids, cache._matrix = list(ids), np.ascontiguousarray(vectors, dtype=np.float32)
+        # Room to grow from the start: the first memory added would otherwise copy every row (and the spare rows
+        # take no memory until written).
+        cache._ids = list(ids)
+        cache._matrix = _with_room(np.asarray(vectors, dtype=np.float32), len(ids), max(64, int(len(ids) * GROWTH)))
         cache._row_of = dict(zip(ids, range(len(ids))))
         return cache
 
@@ -175,24 +189,31 @@ class VectorCache:
         ctypes.memmove(base + target * row_bytes, base + source * row_bytes, count * row_bytes)
 
     def _unshare(self, highest_row: int, reusing: bool) -> None:
-        """Before writing rows up to `highest_row` (or reusing freed ones): copy the matrix if a view of those
-        rows may still be alive (each live view holds a reference to the matrix it shows)."""
-        touches_lent = highest_row < self._lent_rows or (reusing and self._lent_rows > 0)
+        """Before writing rows up to `highest_row` (-1: no existing row) or reusing freed ones: copy the matrix
+        if a view of those rows may still be alive (each live view holds a reference to the matrix it shows)."""
+        touches_lent = 0 <= highest_row < self._lent_rows or (reusing and self._lent_rows > 0)
         if touches_lent and sys.getrefcount(self._matrix) > 2:  # this attribute and the call's argument
-            copy = np.empty_like(self._matrix)  # the spare rows stay untouched, so they take no memory
-            copy[: len(self._ids)] = self._matrix[: len(self._ids)]
-            self._matrix, self._lent_rows = copy, 0
+            self._matrix, self._lent_rows = _with_room(self._matrix, len(self._ids), self._matrix.shape[0]), 0
         elif sys.getrefcount(self._matrix) <= 2:
             self._lent_rows = 0
 
     def _append_row(self) -> int:
         row = len(self._ids)
         if row >= self._matrix.shape[0]:
-            grown = np.zeros((max(64, int(self._matrix.shape[0] * GROWTH)), self.vector_size), dtype=np.float32)
-            grown[: self._matrix.shape[0]] = self._matrix
-            self._matrix = grown
+            self._matrix = _with_room(self._matrix, row, max(64, int(self._matrix.shape[0] * GROWTH)))
         self._ids.append(None)
         return row
+
+
+def _with_room(matrix: np.ndarray, used: int, rows: int) -> np.ndarray:
+    """A new matrix of `rows` rows holding the first `used` rows of `matrix`. Copied a slice at a time: numpy
+    holds the GIL while it copies, and one copy of a million rows (1.5 GB) held every request of the process
+    for seconds; between slices the other threads get it. The rows after `used` are left unwritten, so they
+    take no memory until used."""
+    grown = np.empty((rows, matrix.shape[1]), dtype=np.float32)
+    for start in range(0, used, COPY_ROWS):
+        grown[start:min(start + COPY_ROWS, used)] = matrix[start:min(start + COPY_ROWS, used)]
+    return grown
 
 
 def _runs(rows: np.ndarray, moving: np.ndarray) -> list[tuple[int, int]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ class RunQueue:
 
     def __init__(self, falkor: Falkor):
         self.falkor = falkor
+        self._seen: tuple[float, list[dict[str, Any]]] | None = None  # (monotonic time, workers) last read
 
     def push(self, run: QueuedRun) -> None:
         self.falkor.command("RPUSH", QUEUE_KEY, json.dumps({"graph": run.graph, "run_id": run.run_id}))
@@ -46,8 +48,18 @@ class RunQueue:
     def leave(self, holder: str) -> None:
         self.falkor.command("DEL", WORKER_KEY + holder)
 
-    def workers(self) -> list[dict[str, Any]]:
-        """The workers alive now (their last heartbeat has not expired), by name."""
+    def workers(self, max_age_seconds: float = 0.0) -> list[dict[str, Any]]:
+        """The workers alive now (their last heartbeat has not expired), by name; a list read less than
+        `max_age_seconds` ago is answered again (heartbeats are seconds apart, and each read is two round trips
+        that wait behind a run's writes)."""
+        seen = self._seen
+        if seen is not None and time.monotonic() - seen[0] < max_age_seconds:
+            return seen[1]
+        workers = self._read_workers()
+        self._seen = (time.monotonic(), workers)
+        return workers
+
+    def _read_workers(self) -> list[dict[str, Any]]:
         keys, cursor = [], "0"
         while True:
             cursor, found = self.falkor.command("SCAN", cursor, "MATCH", WORKER_KEY + "*", "COUNT", 1000)
