@@ -59,7 +59,24 @@ def when_ready(server):
     server.log.info("consolidation service listening on http://%s", bind)
 
 
+def _stop_left_embedded_server(server):
+    """A worker killed after the graceful timeout (a `wait: true` run going on) never closed its stores: the
+    embedded FalkorDB it started would live on. Stopped here, its data saved, when a worker exits and when the
+    master does (its last reap may come before the killed worker is gone)."""
+    if settings.falkordb_host is None:
+        from consolidation.stores.falkor import stop_left_server
+
+        left = stop_left_server(settings.data_dir / "falkordb")
+        if left is not None:
+            server.log.warning("stopped the embedded FalkorDB (pid %s) a killed worker left running", left)
+
+
+def on_exit(server):
+    _stop_left_embedded_server(server)
+
+
 def child_exit(server, worker):
+    _stop_left_embedded_server(server)
     if shared_metrics_directory:
         from prometheus_client import multiprocess
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import redis
 from falkordb import Graph
 from redis.backoff import ExponentialBackoff, NoBackoff
@@ -45,6 +47,9 @@ SCAN_READERS = 2
 # as the server has cores (two here), and a request's read queued behind two pages waited for one of them.
 WORKER_SCAN_READERS = 1
 SOCKET_TIMEOUT_SECONDS = 60
+EMBEDDED_DB_FILE = "graph.rdb"
+EMBEDDED_OWNER_FILE = "server.owner"  # the pid of the process that started (or took over) the embedded server
+LEFT_SERVER_STOP_SECONDS = 120  # saving a million memories takes seconds; a hung server is killed after this
 CONNECT_TIMEOUT_SECONDS = 3
 # The embedded server loads its data before it answers: a million memories take tens of seconds (falkordblite
 # waits 10 s by default, and its client gives up on a silent socket after 5 s).
@@ -96,10 +101,11 @@ class Falkor:
         # Append-only file with a sync every second: a crash loses at most a second, not minutes of RDB snapshots.
         config = {"appendonly": "yes", "appendfsync": "everysec"}
         try:
-            client = EmbeddedServer(str(directory / "graph.rdb"), serverconfig=config, decode_responses=True,
+            client = EmbeddedServer(str(directory / EMBEDDED_DB_FILE), serverconfig=config, decode_responses=True,
                                     socket_timeout=SOCKET_TIMEOUT_SECONDS)
         except Exception as exc:  # falkordblite raises bare exceptions when its server cannot start
             raise StoreUnavailable("graph", f"embedded FalkorDB did not start: {exc}") from exc
+        (directory / EMBEDDED_OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
         return cls(client, graph_name, lambda: _shut_down_embedded(client))
 
     @classmethod
@@ -262,6 +268,47 @@ class WritePace:
 def _paged(where: str, returns: str, then: str) -> str:
     """A scan's query over one page of node ids ($first, $after): no query holds the server for long."""
     return f"MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) {then} RETURN {returns}"
+
+
+def stop_left_server(directory: Path) -> int | None:
+    """Shut down the embedded FalkorDB server that a process killed without closing its stores left running on
+    `directory` (gunicorn kills a web process still busy after its graceful timeout; the server it started is a
+    process of its own and lives on, holding the graph's memory). It saves its data first. Its pid, or None when
+    no such server runs (a process that closed its stores removed the registry)."""
+    registry = directory / f"{EMBEDDED_DB_FILE}.settings"  # falkordblite's record of the server it started
+    try:
+        if _running(psutil.Process(int((directory / EMBEDDED_OWNER_FILE).read_text(encoding="utf-8")))):
+            return None  # the process using it is alive (a new worker that took it over, say): not left
+    except (OSError, ValueError, psutil.Error):
+        pass
+    try:
+        recorded = json.loads(registry.read_text(encoding="utf-8"))
+        pid = int(Path(recorded["pidfile"]).read_text(encoding="utf-8").strip())
+        server = psutil.Process(pid)
+        if "redis-server" not in " ".join(server.cmdline()):
+            return None
+    except (OSError, ValueError, KeyError, psutil.Error):
+        return None
+    client = redis.Redis(unix_socket_path=recorded["unixsocket"], socket_timeout=EMBEDDED_START_SECONDS)
+    try:
+        client.shutdown(save=True)
+    except (redis.ConnectionError, redis.ResponseError):
+        pass  # the expected answer: the server closed the connection on its way out
+    deadline = time.monotonic() + LEFT_SERVER_STOP_SECONDS
+    while _running(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _running(server):
+        server.kill()  # it did not stop: its append-only log still holds every write up to the last second
+    registry.unlink(missing_ok=True)
+    return pid
+
+
+def _running(process: psutil.Process) -> bool:
+    """Alive and not a zombie (an orphan's exit is reaped by whatever init the machine has, maybe never)."""
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def _shut_down_embedded(client) -> None:
