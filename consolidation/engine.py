@@ -104,9 +104,7 @@ class ConsolidationEngine:
         task a full pass. A dry run is a preview of the whole store (a full pass) unless it asks for the
         `incremental` pass the schedule would take next."""
         run = self.plan(tasks, dry_run, trigger, scope, full, incremental)
-        self.stores.ensure_ready()
-        self.flush_unrecorded()  # may release a lease an outage kept us from releasing
-        self._take_lease(run)
+        self._lease(run)
         self._open_record(run)
         return run
 
@@ -318,11 +316,15 @@ class ConsolidationEngine:
     # --- internals -------------------------------------------------------------------------------
 
     def _leased_run(self, tasks: Sequence[str], dry_run: bool, trigger: str) -> Run:
+        run = self.plan(tasks, dry_run, trigger)
+        self._lease(run)
+        return run
+
+    def _lease(self, run: Run) -> None:
+        """The lease for a planned run, once the stores answer; RunInProgress if another run holds it."""
         self.stores.ensure_ready()
         self.flush_unrecorded()  # may release a lease an outage kept us from releasing
-        run = self.plan(tasks, dry_run, trigger)
         self._take_lease(run)
-        return run
 
     def _take_lease(self, run: Run) -> None:
         """The run lease for `run`; RunInProgress naming the run that holds it otherwise."""

@@ -34,11 +34,10 @@ class EntityStore:
     def references(self, ids: Sequence[str]) -> dict[str, list[str]]:
         """The memories each of these entities is referenced in."""
         found: dict[str, list[str]] = {}
-        for part in chunked(list(ids), PAGE):
-            for entity_id, memory_id in self.falkor.records(
-                    "UNWIND $ids AS id MATCH (e:Entity {id: id})-[:REFERENCED_IN]->(m:Memory) RETURN e.id, m.id",
-                    {"ids": list(part)}, read_only=True):
-                found.setdefault(entity_id, []).append(memory_id)
+        for entity_id, memory_id in self.falkor.record_chunks(
+                "UNWIND $ids AS id MATCH (e:Entity {id: id})-[:REFERENCED_IN]->(m:Memory) RETURN e.id, m.id",
+                list(ids), PAGE):
+            found.setdefault(entity_id, []).append(memory_id)
         return found
 
     def merge(self, merges: Sequence[dict[str, Any]], run_id: str | None, at: str) -> list[str]:
@@ -116,11 +115,10 @@ class EntityStore:
 
     def _edges(self, alias_ids: Sequence[str]) -> dict[str, list[list[Any]]]:
         found: dict[str, list[list[Any]]] = {}
-        for part in chunked(list(alias_ids), PAGE):
-            for entity_id, memory_id, props in self.falkor.records(
-                    "UNWIND $ids AS id MATCH (e:Entity {id: id})-[r:REFERENCED_IN]->(m:Memory) "
-                    "RETURN e.id, m.id, properties(r)", {"ids": list(part)}, read_only=True):
-                found.setdefault(entity_id, []).append([memory_id, dict(props)])
+        for entity_id, memory_id, props in self.falkor.record_chunks(
+                "UNWIND $ids AS id MATCH (e:Entity {id: id})-[r:REFERENCED_IN]->(m:Memory) "
+                "RETURN e.id, m.id, properties(r)", list(alias_ids), PAGE):
+            found.setdefault(entity_id, []).append([memory_id, dict(props)])
         return found
 
     def _apply(self, record_ids: Sequence[str]) -> None:

@@ -174,6 +174,11 @@ class Falkor:
         """`cypher` (plain reply) over `items` passed as `$<key>`, `size` at a time, its rows in order."""
         return self._read_all(cypher, [{**(params or {}), key: list(part)} for part in chunked(items, size)])
 
+    def record_chunks(self, cypher: str, items: Sequence[Any], size: int, key: str = "ids") -> list[list[Any]]:
+        """read_chunks as rows of parsed values (lists, maps, nodes), one chunk after the other."""
+        return [row for part in chunked(items, size)
+                for row in self.records(cypher, {key: list(part)}, read_only=True)]
+
     def _read_all(self, cypher: str, parameter_sets: Sequence[dict]) -> list[list[Any]]:
         """The read query run once per parameter set (plain reply), the rows in order. FalkorDB answers reads on
         several threads: asking `readers` at once keeps them busy."""

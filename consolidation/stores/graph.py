@@ -178,14 +178,9 @@ class GraphStore:
 
     def get_memories(self, ids: Sequence[str]) -> list[dict[str, Any]]:
         """All stored fields of each memory that exists, in the order of `ids`."""
-        found = []
-        for part in chunked(list(ids), 1000):
-            rows = self.falkor.records(
-                "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN properties(m)", {"ids": list(part)},
-                read_only=True,
-            )
-            found.extend(without_bookkeeping(dict(row[0])) for row in rows)
-        return found
+        rows = self.falkor.record_chunks("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN properties(m)",
+                                         list(ids), 1000)
+        return [without_bookkeeping(dict(row[0])) for row in rows]
 
     def existing_ids(self, ids: Sequence[str]) -> set[str]:
         rows = self.falkor.execute("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id", {"ids": list(ids)},

@@ -109,11 +109,9 @@ class HygieneStore:
         rows = self.falkor.read_chunks(
             f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) WHERE {ACTIVE_MEMORY} AND {self.scoping.where()} "
             f"RETURN {columns}", ids, INPUT_CHUNK, params=self.scoping.params())
-        distinct = []
-        for part in chunked(ids, 5000):
-            distinct += self.falkor.records(
-                "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.distinct_from IS NOT NULL "
-                "RETURN m.id, m.distinct_from", {"ids": list(part)}, read_only=True)
+        distinct = self.falkor.record_chunks(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.distinct_from IS NOT NULL "
+            "RETURN m.id, m.distinct_from", ids, 5000)
         merged = self.falkor.read_chunks(
             "UNWIND $ids AS id MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory {id: id}) RETURN m.id, d.content",
             ids, 5000)
@@ -148,12 +146,9 @@ class HygieneStore:
     def previous_terms(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
         """The fact terms stored on these memories, whatever text they were read from (for a memory whose text
         was replaced since: the old text's)."""
-        found = {}
-        for part in chunked(list(ids), 5000):
-            found.update((memory_id, frozenset(terms)) for memory_id, terms in self.falkor.records(
-                "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.fact_terms IS NOT NULL RETURN m.id, m.fact_terms",
-                {"ids": list(part)}, read_only=True))
-        return found
+        return {memory_id: frozenset(terms) for memory_id, terms in self.falkor.record_chunks(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.fact_terms IS NOT NULL RETURN m.id, m.fact_terms",
+            list(ids), 5000)}
 
     def anchored(self, terms: Sequence[str]) -> set[str]:
         """The active memories announcing a change anchored on any of these terms (stored fact_anchors)."""
@@ -246,8 +241,7 @@ class HygieneStore:
         # A chunk at a time: at a million memories one read of every canonical held FalkorDB for half a second.
         query = (f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, "
                  f"{', '.join(f'm.{name}' for name in CANONICAL_FIELDS)}")
-        rows = [row for part in chunked(list(ids), INPUT_CHUNK)
-                for row in self.falkor.records(query, {"ids": list(part)}, read_only=True)]
+        rows = self.falkor.record_chunks(query, list(ids), INPUT_CHUNK)
         return {row[0]: dict(zip(CANONICAL_FIELDS, row[1:])) for row in rows}
 
     def has_pending(self) -> bool:

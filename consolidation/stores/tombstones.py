@@ -9,7 +9,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from .changes import CHANGE, DELETE_TOUCHING_NEIGHBOURS, NEXT_CHANGE, STAMP, changed_after, ids_of, touched
-from .falkor import Falkor, chunked
+from .falkor import Falkor
 
 SNAPSHOT_CHUNK = 500
 
@@ -142,13 +142,14 @@ def snapshot(falkor: Falkor, ids: Sequence[str], edges_of: Collection[str] | Non
     """Each memory's properties, labels and edges (to other memories), keyed by memory id; with `edges_of`, only
     those memories' edges are read (the others get an empty list)."""
     found: dict[str, dict[str, Any]] = {}
-    rows = _records_by_chunk(falkor, "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, properties(m), labels(m)",
-                             list(ids))
+    # A chunk at a time: one read of every memory a forget pass deletes held FalkorDB for tens of milliseconds.
+    rows = falkor.record_chunks("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, properties(m), labels(m)",
+                                list(ids), SNAPSHOT_CHUNK)
     for memory_id, props, labels in rows:
         found[memory_id] = {"properties": dict(props), "labels": list(labels), "edges": []}
-    edges = _records_by_chunk(falkor, "UNWIND $ids AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) "
-                              "RETURN m.id, type(r), id(startNode(r)) = id(m), properties(r), o.id",
-                              [i for i in found if edges_of is None or i in edges_of])
+    edges = falkor.record_chunks("UNWIND $ids AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) "
+                                 "RETURN m.id, type(r), id(startNode(r)) = id(m), properties(r), o.id",
+                                 [i for i in found if edges_of is None or i in edges_of], SNAPSHOT_CHUNK)
     for memory_id, relation, outgoing, props, other_id in edges:
         found[memory_id]["edges"].append(
             {"type": relation, "outgoing": bool(outgoing), "properties": dict(props), "other_id": other_id}
@@ -183,9 +184,3 @@ def edge_groups(edges: Sequence[dict[str, Any]]) -> dict[tuple[str, bool], list[
             )
     return groups
 
-
-def _records_by_chunk(falkor: Falkor, cypher: str, ids: list[str]) -> list[list[Any]]:
-    """A read over `ids` passed as $ids, SNAPSHOT_CHUNK at a time: one read of every memory a forget pass
-    deletes held FalkorDB for tens of milliseconds."""
-    return [row for part in chunked(ids, SNAPSHOT_CHUNK)
-            for row in falkor.records(cypher, {"ids": list(part)}, read_only=True)]
