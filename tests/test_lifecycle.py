@@ -399,3 +399,25 @@ def test_a_repair_writes_every_memorys_state_into_its_payload(forgetting_on, cli
     payloads = forgetting_on.stores.vectors.payloads([canonical, duplicate, faded])
     assert [(payloads[i]["state"], payloads[i]["superseded"]) for i in (canonical, duplicate, faded)] == [
         ("active", False), ("merged", False), ("archived", False)]
+
+
+def test_chain_violations_name_each_broken_supersession():
+    from consolidation.lifecycle.states import chain_violations
+
+    nodes = {m["id"]: m for m in [
+        {"id": "a", "superseded_by": "b"}, {"id": "b", "superseded_by": "c"}, {"id": "c"},  # a chain, whole
+        {"id": "d", "superseded_by": "e"}, {"id": "e", "superseded_by": "d"},  # a cycle
+        {"id": "f"}, {"id": "g", "superseded_by": "g"},  # an edge unmarked; a memory superseding itself
+        {"id": "h", "superseded_by": "c"},  # marked with no edge
+        {"id": "i", "superseded_by": "j"}, {"id": "j", "merged_into": "k"}, {"id": "k"},  # a merged superseder
+    ]}
+    links = [("SUPERSEDES", "b", "a"), ("EVOLVED_INTO", "a", "b"), ("SUPERSEDES", "c", "b"), ("EVOLVED_INTO", "b", "c"),
+             ("SUPERSEDES", "e", "d"), ("EVOLVED_INTO", "d", "e"), ("SUPERSEDES", "d", "e"), ("EVOLVED_INTO", "e", "d"),
+             ("SUPERSEDES", "c", "f"), ("SUPERSEDES", "k", "i"), ("EVOLVED_INTO", "i", "k")]
+    assert chain_violations(nodes, links) == [
+        "SUPERSEDES c -> f but f is not marked superseded", "SUPERSEDES c -> f has no EVOLVED_INTO beside it",
+        "the supersession chain from d comes back to d", "the supersession chain from e comes back to e",
+        "g supersedes itself", "h is marked superseded by c with no SUPERSEDES edge between them"]
+    # Kept whole, the chains break nothing: i's superseder was merged into k, which holds its edge now.
+    kept = {key: value for key, value in nodes.items() if key not in ("d", "e", "f", "g", "h")}
+    assert chain_violations(kept, [link for link in links if not {"d", "e", "f"} & set(link[1:])]) == []

@@ -20,6 +20,10 @@ TEXTS = [
     "The billing database is PostgreSQL 15", "Billing runs on PostgreSQL 15", "The billing database is now MySQL 8",
     "Deploys happen every Friday at noon", "Deploys happen every Friday at 12", "Deploys happen every Monday",
     "Alice owns the payments service", "The payments service is owned by Alice", "Bob owns the search service",
+    # Updates in plain words, and chains of them: a new value, a change naming no old value, a return.
+    "The build server's address is 10.2.0.15", "The build server's address is 10.2.0.99",
+    "The user lives in Lisbon", "The user moved to Porto", "The user moved back to Lisbon",
+    "The user does not use a password manager", "The user started using Bitwarden for every password",
 ]
 STEPS = 120
 

@@ -23,7 +23,7 @@ from tests.conftest import TOKEN, add_memory, make_settings
 
 KEY = "sk-judge-secret-4711"
 MODEL = "judge-mini"
-PAIR_LINE = re.compile(r"^Pair (\d+)\nA: (.*)\nB: (.*)$", re.MULTILINE)
+PAIR_LINE = re.compile(r"^Pair (\d+)\n(?:A|Older): (.*)\n(?:B|Newer): (.*)$", re.MULTILINE)
 
 
 def same_ignoring_case(first: str, second: str) -> bool:
@@ -441,5 +441,52 @@ def test_dedup_asks_the_model_about_its_grey_pairs_and_follows_the_answer(tmp_pa
         assert {apart["a"], apart["b"]} == {first, second} and "the model judge said different facts" in apart["reason"]
         again = services.engine.run(["dedup"], full=True)["results"]["dedup"]
         assert len(model.requests) == 1 and again["model_judge"]["cached"] == 1 and again["merged"] == 0
+    finally:
+        services.close()
+
+
+# --- the supersession question ------------------------------------------------------------------------------------
+
+
+def test_the_supersession_question_keeps_the_order_and_has_keys_of_its_own():
+    from consolidation.hygiene.model_judge import REPLACES, SAME_FACT, pairs_prompt, read_answers
+
+    older, newer = "The log retention is 14 days.", "The log retention is 28 days."
+    assert pair_key(MODEL, older, newer, REPLACES) != pair_key(MODEL, newer, older, REPLACES)  # the order matters
+    assert pair_key(MODEL, older, newer, REPLACES) != pair_key(MODEL, older, newer, SAME_FACT)
+    assert pair_key(MODEL, older, newer, SAME_FACT) == pair_key(MODEL, older, newer)  # cached verdicts stay valid
+    prompt = pairs_prompt([GreyPair(newer, older, 0.9, False)], REPLACES)
+    assert prompt.index("Older: " + json.dumps(newer)) < prompt.index("Newer: " + json.dumps(older))  # as given
+    assert read_answers('{"answers": [{"pair": 1, "replaces": true}]}', 1, "replaces") == {1: True}
+
+
+def test_dedup_asks_the_model_whether_a_new_measure_replaces_the_old_and_follows_the_answer(tmp_path, model):
+    """Wired into dedup's plain-word updates: the same frame with another measure and no change word is a grey
+    pair the rules leave alone; the model is asked in order (older first), its "replaces" is followed, and a
+    rerun asks nothing again."""
+    from tests.conftest import axis, vector_at
+
+    model.reply = lambda pairs: json.dumps({"answers": [{"pair": n, "replaces": True} for n in sorted(pairs)]})
+    prompts = []
+    model.on_request = lambda: prompts.append(model.requests[-1]["body"]["messages"])
+    services = build_services(make_settings(tmp_path / "data", summarizer_llm_url=model.url,
+                                            summarizer_llm_model=MODEL, consolidation_dedup_model_judge=True))
+    try:
+        older = add_memory(services, vector=axis(0), content="The log retention is 14 days.",
+                           timestamp="2026-01-01T00:00:00+00:00")
+        newer = add_memory(services, vector=vector_at(0.9, axis(0), axis(1)), content="The log retention is 28 days.",
+                           timestamp="2026-02-01T00:00:00+00:00")
+        preview = services.engine.run(["dedup"], dry_run=True)["results"]["dedup"]
+        assert model.requests == [] and preview["supersessions"] == []
+        assert preview["supersession_model_judge"]["would_ask"] == 1
+        report = services.engine.run(["dedup"])["results"]["dedup"]
+        assert report["supersession_model_judge"]["asked"] == 1
+        assert [(s["newer"], s["older"]) for s in report["supersessions"]] == [(newer, older)]
+        assert "the model judge said it replaces it" in report["supersessions"][0]["reason"]
+        system, user = prompts[0]
+        assert "replaces the older" in system["content"] and "Older: " in user["content"]
+        assert services.stores.graph.get_memory(older)["superseded_by"] == newer
+        again = services.engine.run(["dedup"], full=True)["results"]["dedup"]
+        assert len(model.requests) == 1 and again["supersessions"] == []  # made already, nothing asked
     finally:
         services.close()

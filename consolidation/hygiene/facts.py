@@ -16,6 +16,8 @@ from functools import lru_cache
 
 import snowballstemmer
 
+from .lexicon import UPDATE_VERB_FORMS
+
 NOT, CHANGE, PREFER = "NOT", "CHANGE", "PREFER"
 
 # Function words and the framing of a statement: restatements add, drop and vary these freely.
@@ -53,7 +55,9 @@ UP_VERBS = frozenset("increase increases increased raise raises raised bump bump
 # "lower" and "higher" are left out: "shares close lower" states where a value is, not that it was changed.
 DOWN_VERBS = frozenset("decrease decreases decreased lowered reduce reduces reduced shorten shortens shortened cut "
                        "cuts shrink shrinks shrank halve halved fell fallen".split())
-STOP_VERBS = frozenset("stop stops stopped quit quits dropped ditched abandoned halts halted halting".split())
+STOP_VERBS = frozenset("stop stops stopped quit quits drops dropped ditched abandoned halts halted halting".split())
+# Words before a verb that make it an intention, an advice or a possibility, not something that happened.
+INTENDED = frozenset("to should would could might may must can will shall".split())
 NOW_WORDS = frozenset("now nowadays henceforth".split())
 OVER_WORDS = frozenset("over than versus vs".split())
 UNITS = {
@@ -130,6 +134,19 @@ sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday to
 last week month year quarter q1 q2 q3 q4
 """.split())
 MAX_SPAN = 4
+# Identifiers are one term each, never two spellings of one word: "li@north.example" is not
+# "li@north.example.org". Their parts are joined by a letter no word holds; a capital letter standing alone
+# inside a sentence ("plan A") is marked the same way, as a value rather than the article.
+JOINER = "ˍ"
+IDENTIFIER_TEXT = re.compile(r"[a-z0-9][a-z0-9._%+-]*@[a-z0-9-]+(?:\.[a-z0-9-]+)*"  # an address
+                             r"|(?<![\w.])[a-z][a-z0-9-]*(?:\.[a-z0-9-]+){2,}")  # a host name
+IDENTIFIER_PARTS = re.compile(r"[@._%+-]")
+LONE_CAPITAL = re.compile(r" [A-HJ-Z]\b")  # the quick look before SINGLE_CAPITAL
+SINGLE_CAPITAL = re.compile(r"(?<=[a-z,] )([A-HJ-Z])\b(?!\.\w)")
+UPDATE_KINDS = frozenset(("not", "change", "stop_verb", "no_more", "now", "dated"))
+IDENTIFIER = re.compile(r"\d[\-/@_]\w|@\w")
+UNIT_NAMES = frozenset(UNITS.values())
+UPDATE_VERB_STEMS = frozenset(snowballstemmer.stemmer("english").stemWords(sorted(UPDATE_VERB_FORMS)))
 _stemmer = snowballstemmer.stemmer("english")
 # Words whose alternatives make different facts however close the rest: "staging" is not "production".
 VALUE_WORDS = """
@@ -170,6 +187,10 @@ class Fact:
     # many, and a hash of which (0 for none); kept here so that no set of them is made again for each run.
     number_count: int = 0
     number_hash: int = 0
+    # Whether it holds anything that can make or undergo an update stated in plain words (updates.py): a verb
+    # of change, ending or denial, a change word, a negation, an identifier or a year. Only such memories, and
+    # those about their subjects, are read as clauses.
+    updatable: bool = False
 
     @property
     def statement(self) -> frozenset[str]:
@@ -192,14 +213,33 @@ def read_fact(text: str) -> Fact:
         change = _change(tokens) if kinds & CUE_KINDS else None
     key = _key(tokens, change, kinds)
     numbers = [term for term in key if term[:1].isdigit()]
-    return Fact(key, change, len(numbers), hash(frozenset(numbers)) if numbers else 0)
+    return Fact(key, change, len(numbers), hash(frozenset(numbers)) if numbers else 0,
+                _updatable(tokens, kinds, change, text, key, numbers))
+
+
+def _updatable(tokens: list[tuple[str, str, str]], kinds: set[str], change: Change | None, text: str,
+               key: frozenset[str], numbers: list[str]) -> bool:
+    """Fact.updatable, read off the key where it can be (a stem of a verb of change is then checked against the
+    words as written: "migration" shares a stem with "migrated"). A change naming the value it replaces ("from X
+    to Y") is changes.py's to match: it takes part in a plain-word update only beside a memory that may make
+    one. A year, a number with a point (an identifier, a version) or a number with a unit (a measure) is a
+    value another statement may replace."""
+    if change is not None:
+        return not change.old or "stop_verb" in kinds or "no_more" in kinds  # an ending's old value is its own
+    if kinds & UPDATE_KINDS or ("@" in text or "-" in text) and IDENTIFIER.search(text):
+        return True
+    if numbers and (not key.isdisjoint(UNIT_NAMES) or any("." in n or len(n) == 4 and n[:2] in ("19", "20")
+                                                            for n in numbers)):
+        return True
+    return not key.isdisjoint(UPDATE_VERB_STEMS) and not UPDATE_VERB_FORMS.isdisjoint(
+        [original for kind, _, original in tokens if kind == "word"])
 
 
 def is_value(term: str, text: str) -> bool:
     """Whether a key term carries a value rather than wording: a number, a negation, a relation side, a change
     marker, a name as written in `text` (capitalised inside a sentence, or mixing letters and digits), or a
     word of a closed class of alternatives (environments, platforms, days, frequencies, opposites)."""
-    return (term[0].isdigit() or term.isupper() or ":" in term or term in VALUE_STEMS
+    return (term[0].isdigit() or term.isupper() or ":" in term or JOINER in term or term in VALUE_STEMS
             or term in names_in(text))
 
 
@@ -234,7 +274,11 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
     over, from, to, with, by, prep, boundary."""
     if not text.isascii():
         text = unicodedata.normalize("NFKC", text)
+    if LONE_CAPITAL.search(text):
+        text = SINGLE_CAPITAL.sub(rf"\1{JOINER}", text)  # "plan A", "Team B": a value, not the article
     text = text.lower()
+    if "@" in text or text.count(".") > 2:
+        text = IDENTIFIER_TEXT.sub(lambda m: IDENTIFIER_PARTS.sub(JOINER, m.group()), text)
     if ".m" in text:
         text = re.sub(r"\b([ap])\.m\b\.?", r"\1m", text)  # 3 p.m. is 3 pm
     if " out" in text:
@@ -282,6 +326,8 @@ def _tokens(text: str) -> list[tuple[str, str, str]]:
                 cache[word] = classified
         if classified and classified[0][0] == "num" and tokens and tokens[-1][0] == "num":
             adjacent_numbers = True
+        if classified and classified[0][0] in ("change", "stop_verb") and index and raw[index - 1] in INTENDED:
+            classified = (("word", _stem(word), word),)  # "needed to raise", "you should stop": not done
         tokens.extend(classified)
     return _compound_numbers(tokens) if adjacent_numbers else tokens
 

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from .facts import Fact, _number as _number_tokens, _stem, _tokens, names_in, read_fact
+from .facts import JOINER, Fact, _number as _number_tokens, _stem, _tokens, names_in, read_fact
 
 # Words whose alternatives make different facts however close the rest: "staging" is not "production", "Monday"
 # is not "Friday". Two memories each holding a different word of one class swap a value.
@@ -158,6 +158,8 @@ def value_class(term: str, reading: Reading) -> str | None:
     plain word."""
     if term[0].isdigit() or ":" in term:
         return "number"  # a serial number ("note 517") too: another one is another note
+    if JOINER in term:
+        return "identifier"  # an address, a host, a one-letter name: another one is another thing
     if term in reading.measures:
         return "unit"
     if term in VALUE_CLASS_OF:

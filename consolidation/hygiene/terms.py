@@ -11,7 +11,7 @@ from .facts import PREFER, Fact, read_fact
 
 # The version of the terms dedup stores on each memory (stored_terms): raise it whenever a change to facts.py or
 # to stored_terms changes any text's terms; the next dedup run is then a full pass that stores them anew.
-TERMS_VERSION = 2
+TERMS_VERSION = 3
 
 
 class StoredTerms(NamedTuple):

@@ -88,12 +88,53 @@ def violations(memories: Iterable[Mapping[str, Any]], records: Iterable[Mapping[
       a merged memory's canonical is stored and not merged itself (a duplicate leaves with its canonical);
     - a merge record's state is its duplicate's state ('done': merged, 'deleted': no node), and a merged
       memory's newest record is 'done';
-    - no merge, supersession or edge spans two scopes.
+    - no merge, supersession or edge spans two scopes;
+    - supersessions form chains (chain_violations).
     """
     nodes = {m["id"]: m for m in memories}
-    return _node_violations(nodes, scope_of) + _record_violations(nodes, records) + [
+    links = list(links)
+    return _node_violations(nodes, scope_of) + _record_violations(nodes, records) + chain_violations(nodes, links) + [
         f"{relation} {start} -> {end} spans two scopes" for relation, start, end in links
         if start in scope_of and end in scope_of and scope_of[start] != scope_of[end]]
+
+
+def chain_violations(nodes: Mapping[str, Mapping[str, Any]], links: Iterable[tuple[str, str, str]]) -> list[str]:
+    """What breaks the chains supersessions form (`nodes` by id, `links` (relation, from id, to id)):
+    - a SUPERSEDES edge between stored memories leaves its target marked superseded_by, and AutoMem's mirror
+      (EVOLVED_INTO the other way) beside it;
+    - a memory marked superseded_by a stored memory has a SUPERSEDES edge from it, or from the memory it was
+      merged into (a merge hands its edges to the canonical), to itself or to its own canonical;
+    - no memory supersedes itself, and following superseded_by (and merged_into) never comes back to the start:
+      the newest fact of a chain is one memory."""
+    links = list(links)
+    edges = {(start, end) for relation, start, end in links if relation == "SUPERSEDES"}
+    mirrors = {(end, start) for relation, start, end in links if relation == "EVOLVED_INTO"}
+    found = [f"SUPERSEDES {n} -> {o} but {o} is not marked superseded" for n, o in sorted(edges)
+             if n in nodes and o in nodes and not nodes[o].get("superseded_by")]
+    found += [f"SUPERSEDES {n} -> {o} has no EVOLVED_INTO beside it" for n, o in sorted(edges - mirrors)
+              if n in nodes and o in nodes]
+
+    def canonical(memory_id: str) -> str:
+        return (nodes.get(memory_id) or {}).get("merged_into") or memory_id
+
+    for memory_id, memory in sorted(nodes.items()):
+        newer = memory.get("superseded_by")
+        if not newer:
+            continue
+        if newer == memory_id:
+            found.append(f"{memory_id} supersedes itself")
+            continue
+        if newer in nodes and not {(newer, memory_id), (canonical(newer), memory_id), (newer, canonical(memory_id)),
+                                     (canonical(newer), canonical(memory_id))} & edges:
+            found.append(f"{memory_id} is marked superseded by {newer} with no SUPERSEDES edge between them")
+        seen, current = {memory_id}, canonical(newer)
+        while current in nodes and nodes[current].get("superseded_by"):
+            if current in seen:
+                found.append(f"the supersession chain from {memory_id} comes back to {current}")
+                break
+            seen.add(current)
+            current = canonical(nodes[current]["superseded_by"])
+    return found
 
 
 def _node_violations(nodes: Mapping[str, Mapping[str, Any]], scope_of: Mapping[str, str]) -> list[str]:

@@ -206,6 +206,16 @@ class HygieneStore:
             found.update(frozenset(row) for row in rows)
         return found
 
+    def supersessions_among(self, ids: Sequence[str]) -> list[tuple[str, str]]:
+        """(newer, older) of every SUPERSEDES edge into or out of these memories (an earlier run's, or an
+        agent's)."""
+        rows = self.falkor.read_chunks(
+            "UNWIND $ids AS id MATCH (m:Memory {id: id}) "
+            "CALL { WITH m MATCH (m)<-[:SUPERSEDES]-(n:Memory) RETURN n.id AS newer, m.id AS older "
+            "UNION WITH m MATCH (m)-[:SUPERSEDES]->(o:Memory) RETURN m.id AS newer, o.id AS older } "
+            "RETURN newer, older", list(ids), 5000)
+        return sorted({(newer, older) for newer, older in rows})
+
     def contradiction_counts(self, ids: Sequence[str]) -> dict[str, int]:
         """How many CONTRADICTS edges each of these memories has already."""
         return {memory_id: int(count) for memory_id, count in self.falkor.read_chunks(
@@ -440,7 +450,7 @@ def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneIn
         protected=list(booleans(protected)), superseded=list(booleans(superseded)),
         distinct_from={memory_id: list(others) for memory_id, others in distinct},
         merged_texts=merged_texts, scopes=list(scopes), changes=floats(changes), stamps=list(stamps),
-        built_in=[value is True for value in built_in], held_until=list(held_until),
+        built_in=booleans(built_in).tolist(), held_until=list(held_until),
     )
 
 

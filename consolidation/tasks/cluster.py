@@ -12,7 +12,7 @@ from ..clusters import ClusterMatch, match_clusters
 from ..scoring import CANDIDATE_RELEVANCE, DEFAULT_IMPORTANCE, relevance_scores
 from ..similarity import clusters, normalized
 from ..stores.graph import MetaPatternRecord
-from ..stores.vectors import VectorPoint
+from ..stores.vectors import VectorPoint, payload_of
 from ..summaries import ClusterMember, type_mix
 from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
 from .context import TaskContext, capped, positions_in
@@ -125,8 +125,8 @@ def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str])
     # Vectors before nodes: a crash in between leaves a vector without a node, which reconcile removes,
     # never a MetaPattern node without its vector.
     ctx.vectors.upsert([
-        VectorPoint(p["id"], p["vector"], {"relevance_score": p["props"].get("relevance_score"),
-                                           "archived": False, "type": "MetaPattern"})
+        VectorPoint(p["id"], p["vector"], payload_of({"relevance_score": p["props"].get("relevance_score"),
+                                                      "archived": False, "type": "MetaPattern"}))
         for p in patterns
     ])
     ctx.graph.save_meta_patterns(

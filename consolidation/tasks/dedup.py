@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from functools import partial
@@ -19,8 +19,9 @@ from ..hygiene.facts import read_fact
 from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds
 from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, merged_fields, \
     with_same_facts
-from ..hygiene.model_judge import model_judge_from, pair_key
+from ..hygiene.model_judge import REPLACES, model_judge_from, pair_key
 from ..hygiene.terms import TERMS_VERSION, stored_terms, terms_stamp
+from ..hygiene.updates import Settled, Vectors, plain_updates, statement_groups, subjects_concerned
 from ..memory import MAX_COUNT
 from ..similarity import Pairs, normalized
 from ..stores.hygiene import HygieneInputs, PlannedMerge
@@ -67,7 +68,12 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         del pairs, judged
         if not dry_run:
             writes.append(background.submit(write_merges, ctx, merges))
-        supersessions, contradictions = changes_after_merges(candidates, merges, unit)
+        active = after_merges(candidates, merges)
+        vectors = Vectors(unit, {c.id: index for index, c in enumerate(candidates)})
+        supersessions, contradictions = changes_of(active, vectors)
+        supersessions, asked_plain = with_plain_updates(ctx, statement_groups(active, subjects_concerned(active)),
+                                                        vectors, supersessions, contradictions,
+                                                        restated_times(candidates, merges), dry_run)
         for written in writes:
             written.result()  # raises what the write raised; the merges are in before links are read
         supersessions, contradictions = new_links(ctx, supersessions, contradictions)
@@ -77,7 +83,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     ctx.progress(len(ids), len(ids))
     report = report_of(ctx, len(ids), similar, merges, supersessions, contradictions, (kept_apart, apart_total),
                        candidates, len(completed), judge)
-    return {**report, **asked, "contradictions_left_out": left_out}
+    return {**report, **asked, **asked_plain, "contradictions_left_out": left_out}
 
 
 def pair_judge(settings) -> PairJudge:
@@ -129,18 +135,44 @@ def find_merges(ctx: TaskContext, judged_by: Callable[[PairJudge], Judged], judg
     return judged, report, judge
 
 
-def changes_after_merges(candidates: list[Candidate], merges: list[Merge],
-                         unit: np.ndarray) -> tuple[list[Supersession], list[Contradiction]]:
-    """Supersessions and contradictions among what the merges leave (pure: links an earlier run made are still
-    among them, see new_links). Row i of `unit` is the vector of candidates[i]."""
-    active = after_merges(candidates, merges)
-    row = {c.id: index for index, c in enumerate(candidates)}
+def changes_of(active: list[Candidate], vectors: Vectors) -> tuple[list[Supersession], list[Contradiction]]:
+    """changes.py's supersessions and contradictions among the memories the merges leave (pure: links an earlier
+    run made are still among them, see new_links)."""
+    supersessions, contradictions = changes_over_time(active, vectors)
+    return supersessions, contradictions + simultaneous_conflicts(active, vectors)
 
-    def similarity(a: Candidate, b: Candidate) -> float:
-        return float(unit[row[a.id]] @ unit[row[b.id]])
 
-    supersessions, contradictions = changes_over_time(active, similarity)
-    return supersessions, contradictions + simultaneous_conflicts(active, similarity)
+def with_plain_updates(ctx: TaskContext, groups: dict, vectors: Vectors, supersessions: list[Supersession],
+                       contradictions: list[Contradiction], restated: dict[str, float],
+                       dry_run: bool) -> tuple[list[Supersession], dict[str, Any]]:
+    """changes.py's supersessions and those stated in plain words (hygiene/updates.py) among the statements of
+    `groups`, which follow the supersessions already written into or out of them; grey pairs go to the model
+    judge when one is set up (asked once, then the rules run again with its verdicts). Returns them and what
+    the model was asked, for the report."""
+    members = sorted({s.id for group in groups.values() for s in group})
+    decided = [(s.newer, s.older) for s in supersessions] + ctx.hygiene.supersessions_among(members)
+    found = plain_updates(groups, vectors, decided, restated)
+    asked: dict[str, Any] = {}
+    model = model_judge_from(ctx.settings, VerdictCache(ctx.graph.falkor), question=REPLACES) if found.grey else None
+    if model is not None:
+        outcome = model.settle(found.grey, dry_run=dry_run)
+        asked = {"supersession_model_judge": {**outcome.counts(), "model": model.model}}
+        if outcome.verdicts:
+            settled = Settled(outcome.verdicts, lambda older, newer: pair_key(model.model, older, newer, REPLACES))
+            found = plain_updates(groups, vectors, decided, restated, settled)
+    return supersessions + apart_from(found.supersessions, contradictions), asked
+
+
+def restated_times(candidates: Sequence[Candidate], merges: Sequence[Merge]) -> dict[str, float]:
+    """When each canonical's fact was last stated: by itself or by a duplicate this run merges into it."""
+    created = {c.id: c.created for c in candidates}
+    return {m.into: max(created.get(i, math.nan) for i in (m.into, *m.duplicates)) for m in merges}
+
+
+def apart_from(supersessions: list[Supersession], contradictions: list[Contradiction]) -> list[Supersession]:
+    """The supersessions of pairs the rules do not also call a contradiction (that verdict stands)."""
+    contradicted = {frozenset((c.a, c.b)) for c in contradictions}
+    return [s for s in supersessions if frozenset((s.newer, s.older)) not in contradicted]
 
 
 def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: np.ndarray,

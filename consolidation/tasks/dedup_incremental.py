@@ -35,11 +35,12 @@ from typing import Any
 import numpy as np
 
 from ..hygiene.candidate import Candidate
-from ..hygiene.changes import ORDER_TOLERANCE_SECONDS, RELATED_SIMILARITY, Contradiction, Supersession, \
-    changes_over_time, in_matches, pool_query, simultaneous_conflicts
+from ..hygiene.changes import ANY_LENGTH, ORDER_TOLERANCE_SECONDS, RELATED_SIMILARITY, Contradiction, \
+    Supersession, changes_over_time, in_matches, pool_query, simultaneous_conflicts
 from ..hygiene.facts import Change, read_fact
 from ..hygiene.merges import Merge, PairJudge, duplicate_groups, exact_cosine
 from ..hygiene.terms import stored_terms, terms_stamp
+from ..hygiene.updates import Vectors, statement_groups, subject_of, subject_terms
 from ..lifecycle import decode_vector
 from ..passes import changed_after
 from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
@@ -132,12 +133,17 @@ def _judge(ctx: TaskContext, region: Region, dry_run: bool) -> Verdicts:
         similarity=lambda a, b: exact_cosine(region.unit, positions[a], positions[b])), region.judge, dry_run)
     merges, kept_apart = found.merges, found.kept_apart
     judged = _judge_announcers(ctx, region, merges, [region.ids[p] for p in changed], removed)
+    subjects = _load_subjects(ctx, region, [region.ids[p] for p in changed], removed, judged)
     candidates, _ = region.candidates()
     active = dedup.after_merges(candidates, merges)
-    supersessions, contradictions = changes_over_time(active, region.similarity, only=judged)
-    contradictions += simultaneous_conflicts(active, region.similarity)
+    vectors = Vectors(region.unit, region.position)
+    supersessions, contradictions = changes_over_time(active, vectors, only=judged)
+    contradictions += simultaneous_conflicts(active, vectors)
+    supersessions, asked_plain = dedup.with_plain_updates(ctx, statement_groups(active, subjects), vectors,
+                                                          supersessions, contradictions,
+                                                          dedup.restated_times(candidates, merges), dry_run)
     return Verdicts(grouped, region.judge, candidates, merges, kept_apart, supersessions, contradictions,
-                    int(pairs.rows.size), asked)
+                    int(pairs.rows.size), {**asked, **asked_plain})
 
 
 # --- the region ---------------------------------------------------------------------------------------------
@@ -397,6 +403,33 @@ def _blocks(timed: np.ndarray, times_of: np.ndarray, sorted_times: np.ndarray):
             end += 1
         yield timed[start:end], int(low[start]), int(high[end - 1])
         start = end
+
+
+# --- plain-word updates: the subjects the changes are about, whole ------------------------------------------
+
+
+def _load_subjects(ctx: TaskContext, region: Region, changed_ids: list[str], removed: list[Removed],
+                   judged: set[str]) -> set[tuple[str, str]]:
+    """Read every statement about the subjects of the changed and removed memories (updates.py judges a subject's
+    statements together, in time order): found by the subject's stored terms, an index lookup. The announcements
+    among them are judged by changes.py's rules again too (added to `judged`, with their pools), as a full pass
+    would judge them beside the plain-word rules. Returns the (scope, subject) pairs to judge."""
+    touched = [region.loaded[region.position[i]] for i in changed_ids if region.position.get(i) in region.loaded]
+    subjects = {key for c in touched + [r.candidate for r in removed] if (key := subject_of(c)) is not None}
+    rows = []
+    for number, (_, about) in enumerate(sorted(subjects)):
+        terms = sorted(subject_terms(about))
+        if terms:
+            rows.append({"key": number, "drive": terms[:1], "required": terms, "counted": [], "need": 0,
+                         "slack": ANY_LENGTH})
+    found = ctx.hygiene.holding(rows) if rows else {}
+    region.load(region.position[i] for ids in found.values() for i in ids if i in region.position)
+    candidates, _ = region.candidates()
+    members = [c for c in candidates if subject_of(c) in subjects]
+    announcing = {c.id for c in members if _changes(c)} - judged
+    _load_pools(ctx, region, [c for c in members if c.id in announcing])
+    judged |= announcing
+    return subjects
 
 
 # --- changes: the announcements whose verdict can move -------------------------------------------------------
