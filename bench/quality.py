@@ -276,7 +276,8 @@ def numbered_notes(count: int = 20_000) -> dict:
         finally:
             services.close()
     return {"count": count, "contradictions": len(edges["CONTRADICTS"]), "merges": len(edges["MERGED_INTO"]),
-            "seconds": seconds, "left_out": [r.get("contradictions_left_out", 0) for r in reports]}
+            "supersessions": len(edges["SUPERSEDES"]), "seconds": seconds,
+            "left_out": [r.get("contradictions_left_out", 0) for r in reports]}
 
 
 # --- the page ----------------------------------------------------------------------------------------------------
@@ -399,10 +400,11 @@ def _notes_section(notes: dict) -> list[str]:
     return ["## Numbered notes recorded at one moment", "",
             f"{notes['count']:,} memories imported with one timestamp, \"old note K about topic T and detail D\" (T < 50,",
             "D < 20: many pairs differ in one number only), two full dedup runs:", "",
-            "| contradictions written | merges | left out by the bounds (runs 1, 2) | first run s | second run s |",
-            "|---|---|---|---|---|",
-            f"| {notes['contradictions']} | {notes['merges']} | {notes['left_out'][0]}, {notes['left_out'][1]} | "
-            f"{first:.2f} | {second:.2f} |", ""]
+            "| contradictions written | supersessions | merges | left out by the bounds (runs 1, 2) | first run s | "
+            "second run s |",
+            "|---|---|---|---|---|---|",
+            f"| {notes['contradictions']} | {notes['supersessions']} | {notes['merges']} | {notes['left_out'][0]}, "
+            f"{notes['left_out'][1]} | {first:.2f} | {second:.2f} |", ""]
 
 
 def main() -> None:

@@ -84,6 +84,22 @@ class Clause:
     reported: bool  # someone's words (quoted, or after "said that"), not the memory's own statement
     listing: bool  # the predicate gives several values at once ("Java and Python")
     verbs: tuple[str, ...] = ()  # the main verb and those joined to it ("left ... and joined"), as lemmas
+    written: tuple[str, ...] = ()  # the tokens as the text writes them, one for each of `words`
+
+    def spelled(self, lemmas) -> str:
+        """Words of this clause as the text writes them ("Porto" for "porto", "lives" for "live")."""
+        as_written = dict(zip(reversed(self.words), reversed(self.written)))  # the first spelling wins
+        return " ".join(as_written.get(word, word) for word in lemmas)
+
+    @property
+    def subject_written(self) -> str:
+        """The subject as the text writes it ("The build server's address")."""
+        return _joined(self.written[:self.verb_at] if self.verb_at > 0 else self.written[:len(self.subject)])
+
+    @property
+    def predicate_written(self) -> str:
+        """What the text says of its subject, as written from the main verb on ("lives in Vienna")."""
+        return _joined(self.written[self.verb_at:] if self.verb_at >= 0 else ())
 
     @property
     def about(self) -> str:
@@ -130,7 +146,16 @@ def read_clause(text: str) -> Clause:
     return Clause(words, subject, definite, words[verb_at] if verb_at >= 0 else "", verb_at, predicate,
                   years, negated, _denied(lowered, words, negators[0], clause_end) if negated else (),
                   change, value, ending, ended, _progressive(lowered, verb_at), _past(lowered, verb_at),
-                  _reported(text, lowered, words), _listing(after), tuple(words[i] for i in verbs))
+                  _reported(text, lowered, words), _listing(after), tuple(words[i] for i in verbs), tuple(raw))
+
+
+def _joined(tokens) -> str:
+    """Tokens back into text: no space before punctuation or a clitic, no full stop at the end."""
+    text = ""
+    for token in tokens:
+        text += token if token in PUNCTUATION or token.startswith(("'", "’")) or token == "n't" or not text \
+            else " " + token
+    return text.rstrip(".!?;, ")
 
 
 def _raw_tokens(text: str) -> list[str]:

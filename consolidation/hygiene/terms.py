@@ -20,11 +20,17 @@ class StoredTerms(NamedTuple):
     least: int
 
 
+# Stored beside the terms of a memory that may make or undergo a plain-word update (Fact.updatable): an
+# incremental run sweeps the statements of a subject only where one of them has it.
+UPDATABLE = "UPDATABLE"
+
+
 def stored_terms(candidate: Candidate) -> StoredTerms:
     """What dedup stores on a memory so that a later incremental run finds it by term without reading its text:
-    every term of its key and statement, over the texts it stands for; the anchors of the changes it announces
-    (the old value a change names, else its subject and new value), by which the changes a new or removed
-    statement may concern are found; and the fewest words of its texts' statements (pool_query's slack)."""
+    every term of its key and statement, over the texts it stands for (and UPDATABLE); the anchors of the changes
+    it announces (the old value a change names, else its subject and new value), by which the changes a new or
+    removed statement may concern are found; and the fewest words of its texts' statements (pool_query's
+    slack)."""
     return _terms_of([fact for fact, _ in candidate.variants])
 
 
@@ -38,6 +44,8 @@ def _terms_of(facts: Sequence[Fact]) -> StoredTerms:
     anchors: set[str] = set()
     for fact in facts:
         terms |= fact.key | fact.statement
+        if fact.updatable:
+            terms.add(UPDATABLE)
         if fact.change is not None:
             anchors |= fact.change.old or (fact.change.subject | fact.change.new)
     least = min(len(fact.statement - {PREFER}) for fact in facts)

@@ -259,9 +259,11 @@ def _replaced(newer: Statement, earlier: list[Statement], history: History, list
             old, new, sure = found
             said = sure or sweep.settled.get(older.candidate.content, newer.candidate.content)
             if said:
-                swapped.append((older, f"states another value of the same attribute of {clause.about} ({old} -> "
-                                       f"{new}){'' if sure else '; the model judge said it replaces it'}; "
-                                       f"similarity {similarity(newer.candidate, older.candidate):.3f}"))
+                judged = "" if sure else "; the model judge said it replaces it"
+                swapped.append((older, f"states another value of what the older memory states of "
+                                       f"{clause.subject_written} ({older.clause.spelled([old])} -> "
+                                       f"{clause.spelled([new])}){judged}; similarity "
+                                       f"{similarity(newer.candidate, older.candidate):.3f}"))
             elif said is None:
                 grey.append(GreyPair(older.candidate.content, newer.candidate.content,
                                      similarity(newer.candidate, older.candidate), False))
@@ -272,8 +274,8 @@ def _replaced(newer: Statement, earlier: list[Statement], history: History, list
                and not any(_affirms_denied(e.clause, o.clause) for e in history.before
                            if o.created - e.created > ORDER_TOLERANCE_SECONDS)]
     if flipped:
-        return [(o, f"affirms what the older memory denied of {clause.about} "
-                    f"({', '.join(_shared(clause, o.clause.denied or o.clause.ended))}); "
+        return [(o, f"affirms what the older memory denied of {clause.subject_written} "
+                    f"({o.clause.spelled(_shared(clause, o.clause.denied or o.clause.ended))}); "
                     f"similarity {similarity(newer.candidate, o.candidate):.3f}") for o in flipped]
     if plain:
         return []
@@ -316,7 +318,8 @@ def _changed(newer: Statement, earlier: list[Statement], similarity, margins: Ma
         anchored = [o for o in eligible if _holds_ended(o.clause, clause.ended)
                     and similarity(newer.candidate, o.candidate) >= margins.least]
         if anchored:
-            return [(o, _reason(newer, o, similarity, f"ends {', '.join(_shared(o.clause, clause.ended))}"))
+            return [(o, _reason(newer, o, similarity,
+                                f"it holds what ends ({o.clause.spelled(_shared(o.clause, clause.ended))})"))
                     for o in anchored]
     scores = similarity.against(newer.candidate, [o.candidate for o in earlier]).tolist()
     scored = sorted(((score, o) for score, o in zip(scores, earlier) if o in eligible), key=lambda x: (-x[0], x[1].id))
@@ -468,7 +471,9 @@ def _identifier(word: str, clause: Clause) -> bool:
 
 
 def _reason(newer: Statement, older: Statement, similarity, how: str) -> str:
-    change = newer.clause.change or newer.clause.ending
-    value = ", ".join(newer.clause.value or newer.clause.ended) or "-"
-    return (f"announces a change ({change}: {value}) of what the older memory states of "
-            f"{newer.clause.about}: {how}; similarity {similarity(newer.candidate, older.candidate):.3f}")
+    """What decided, in the memories' words: the change and what it brings, the attribute it replaces (what the
+    older memory says of the same subject), how that statement was singled out, and their similarity."""
+    clause = newer.clause
+    return (f"announces a change ({clause.predicate_written}) of what the older memory states of "
+            f"{clause.subject_written} ({older.clause.predicate_written}): {how}; "
+            f"similarity {similarity(newer.candidate, older.candidate):.3f}")
