@@ -213,22 +213,22 @@ def _forms(low: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=1 << 16)
+def _verb_tags(low: str) -> frozenset[str]:
+    """The inflection tags (Penn: VBD, VBZ, VBN...) under which a word is a form of its verb, if it can be one."""
+    if "VERB" not in _forms(low):
+        return frozenset()
+    inflections = lemminflect.getAllInflections(_verb_lemma(low), upos="VERB")
+    return frozenset(tag for tag, forms in inflections.items() if low in forms)
+
+
 def _past_verb(low: str) -> bool:
     """Whether a word is a verb's past form ("moved", "left", "sold", "quit")."""
-    if "VERB" not in _forms(low):
-        return False
-    inflections = lemminflect.getAllInflections(_verb_lemma(low), upos="VERB")
-    return any(low in inflections.get(tag, ()) for tag in ("VBD", "VBN"))
+    return not _verb_tags(low).isdisjoint(("VBD", "VBN"))
 
 
-@lru_cache(maxsize=1 << 16)
 def _inflected_verb(low: str) -> bool:
     """Whether a word is a verb's past or third-person form ("moved", "lives", "left", "sold", "quit")."""
-    if "VERB" not in _forms(low):
-        return False
-    lemma = _verb_lemma(low)
-    inflections = lemminflect.getAllInflections(lemma, upos="VERB")
-    return any(low in inflections.get(tag, ()) for tag in ("VBD", "VBZ", "VBN"))
+    return not _verb_tags(low).isdisjoint(("VBD", "VBZ", "VBN"))
 
 
 def _only_verb(low: str) -> bool:

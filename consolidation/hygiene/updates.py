@@ -56,7 +56,7 @@ SEQUENCE_GAP_SECONDS = 86400.0
 IDENTIFIER_SEPARATORS = re.compile(r"[.\-/@_]")
 YEAR_TERM = re.compile(r"^(?:19|20)\d\d$")
 MEASURE = re.compile(r"^\d+(?:[.,]\d+)?[a-z%]*$")  # a price or a measure ("15.49", "0.26pc"), not an identifier
-MEASURE_WORDS = UNITS | frozenset("inch inches kg lb mile miles km percent gb mb kb tb ghz mhz".split())
+MEASURE_WORDS = UNITS | frozenset("inch kg lb ghz mhz".split())  # clause words are lemmas: "miles" is "mile"
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,12 +100,33 @@ class PlainUpdates:
 
 @dataclass(frozen=True, slots=True)
 class History:
-    """What else was said of the subject, before and after the statement being judged, and when each merged
-    group's fact was last stated."""
+    """What else was said of the subject, before the statement being judged (`members[place]`), and when each
+    fact was last stated: by key or by frame (verb, predicate, negation) among the subject's statements, and by
+    the duplicates merged into a canonical (`restated`)."""
 
-    before: Sequence[Statement]
-    after: Sequence[Statement]
+    members: Sequence[Statement]
+    place: int
     restated: Mapping[str, float]
+    last_by_key: Mapping[frozenset[str], float]
+    last_by_frame: Mapping[tuple, float]
+
+    @property
+    def before(self) -> Sequence[Statement]:
+        return self.members[:self.place]
+
+
+def _last_stated(members: Sequence[Statement]) -> tuple[dict, dict]:
+    """When each fact key and each frame was last stated among these statements."""
+    by_key: dict[frozenset[str], float] = {}
+    by_frame: dict[tuple, float] = {}
+    for member in members:  # in time order: the last one wins
+        by_key[member.candidate.fact.key] = member.created
+        by_frame[_whole_frame(member.clause)] = member.created
+    return by_key, by_frame
+
+
+def _whole_frame(clause: Clause) -> tuple:
+    return clause.verb, clause.predicate, clause.negated
 
 
 class Vectors:
@@ -117,9 +138,6 @@ class Vectors:
     def __call__(self, a: Candidate, b: Candidate) -> float:
         return float(self.unit[self.row_of[a.id]] @ self.unit[self.row_of[b.id]])
 
-    def against(self, a: Candidate, others: Sequence[Candidate]) -> np.ndarray:
-        rows = np.fromiter((self.row_of[o.id] for o in others), dtype=np.int64, count=len(others))
-        return self.unit[rows] @ self.unit[self.row_of[a.id]]
 
 
 def plain_updates(groups: Mapping[tuple[str, str], list[Statement]], vectors: Vectors,
@@ -136,9 +154,9 @@ def plain_updates(groups: Mapping[tuple[str, str], list[Statement]], vectors: Ve
     for newer, older in decided:
         by_newer[newer].add(older)
     found = PlainUpdates([], [])
+    sweep = Sweep(vectors, by_newer, restated or {}, settled, client, built_in)
     for members in groups.values():
-        members = sorted(members, key=lambda s: (s.created, s.id))
-        _sweep(members, Sweep(vectors, by_newer, restated or {}, settled, client, built_in), found)
+        _sweep(sorted(members, key=lambda s: (s.created, s.id)), sweep, found)
     return found
 
 
@@ -166,13 +184,13 @@ def statement_groups(candidates: Sequence[Candidate],
     by_words: dict[str, list[tuple[str, str]]] = defaultdict(list)  # scope -> subjects with no fact terms
     for (scope, about), terms in wanted.items():
         if terms:
-            by_term[scope, max(terms, key=lambda t: (t[:1].isdigit(), len(t), t))].append((scope, about))
+            by_term[scope, distinctive(terms)].append((scope, about))
         else:
             by_words[scope].append((scope, about))
     drivers = frozenset(term for _, term in by_term)
     groups: dict[tuple[str, str], list[Statement]] = defaultdict(list)
     for candidate in candidates:
-        held = _held(candidate)
+        held = candidate.fact.key  # a change's key holds its statement too
         reached = [s for s in by_words.get(candidate.scope, ()) if _words_in(s[1], candidate.content)]
         for term in held & drivers:
             reached += [s for s in by_term.get((candidate.scope, term), ()) if wanted[s] <= held]
@@ -185,14 +203,14 @@ def statement_groups(candidates: Sequence[Candidate],
     return {key: members for key, members in groups.items() if len(members) > 1}
 
 
-def _held(candidate: Candidate) -> frozenset[str]:
-    fact = candidate.fact
-    return fact.key if fact.change is None else fact.key | fact.statement
-
-
 def _words_in(about: str, text: str) -> bool:
     lowered = text.lower()
     return all(word in lowered for word in about.split() if word != "'s")
+
+
+def distinctive(terms: Collection[str]) -> str:
+    """The term of a subject few other memories hold: a number, else its longest word."""
+    return max(terms, key=lambda t: (t[:1].isdigit(), len(t), t))
 
 
 @lru_cache(maxsize=1 << 16)
@@ -223,27 +241,122 @@ class Sweep:
     built_in: Margins
 
 
+class Current:
+    """The statements of a subject still current, in time order, with those of each frame (verb and predicate
+    with one word open), those holding each word, and the denials and endings (by the words they deny) at hand:
+    what a newer statement is compared with, without going over every earlier one in Python (a subject may have
+    thousands). The similarities a change needs (to every statement before it) are worked out for a block of
+    changes at once, one matrix product."""
+
+    BLOCK = 256  # changes whose similarities one product works out
+
+    def __init__(self, vectors: Vectors, members: Sequence[Statement]):
+        self.members = members
+        self.place = {m.id: place for place, m in enumerate(members)}
+        self.unit = vectors.unit[np.fromiter((vectors.row_of[m.id] for m in members), np.int64, len(members))]
+        self.times = np.fromiter((m.created for m in members), np.float64, len(members))
+        self.live = np.zeros(len(members), dtype=bool)
+        self.changes = [place for place, m in enumerate(members) if m.clause.change or m.clause.ending]
+        self.block: dict[int, np.ndarray] = {}  # a change's place -> its similarity to every member before it
+        self.by_frame: dict[tuple, dict[str, Statement]] = defaultdict(dict)
+        self.by_word: dict[str, dict[str, Statement]] = defaultdict(dict)
+        self.denials: dict[str, dict[str, Statement]] = defaultdict(dict)
+
+    def add(self, statement: Statement) -> None:
+        self.live[self.place[statement.id]] = True
+        self._index(statement, lambda index, key: index[key].__setitem__(statement.id, statement))
+
+    def remove(self, memory_id: str) -> None:
+        at = self.place.get(memory_id)
+        if at is not None and self.live[at]:
+            self.live[at] = False
+            self._index(self.members[at], lambda index, key: index[key].pop(memory_id, None))
+
+    def _index(self, statement: Statement, apply) -> None:
+        for frame in _frames(statement.clause):
+            apply(self.by_frame, frame[:2])
+        for word in statement.clause.predicate:
+            apply(self.by_word, _spelling(word))
+        for word in _denied_words(statement.clause):
+            apply(self.denials, _spelling(word))
+
+    def _before(self, newer: Statement, found: dict[str, Statement]) -> list[Statement]:
+        return sorted((s for s in found.values() if newer.created - s.created > ORDER_TOLERANCE_SECONDS),
+                      key=lambda s: (s.created, s.id))
+
+    def same_frame(self, newer: Statement) -> list[Statement]:
+        """Those stating newer's verb and predicate but for one word; a frame holding more than LIST_VALUES
+        current values is a list or a series of notes, whose values no statement replaces."""
+        found: dict[str, Statement] = {}
+        for frame in _frames(newer.clause):
+            holding = self.by_frame.get(frame[:2], {})
+            if len(holding) <= LIST_VALUES:
+                found.update(holding)
+        return self._before(newer, found)
+
+    def holding(self, newer: Statement, words: Sequence[str]) -> list[Statement]:
+        """Those whose predicate holds one of these words (or a spelling of it), in time order."""
+        found: dict[str, Statement] = {}
+        for word in words:
+            found.update(self.by_word.get(_spelling(word), {}))
+        return self._before(newer, found)
+
+    def denying(self, newer: Statement) -> list[Statement]:
+        """The denials and endings that deny one of newer's words, in time order."""
+        found: dict[str, Statement] = {}
+        for word in newer.clause.predicate:
+            found.update(self.denials.get(_spelling(word), {}))
+        return self._before(newer, found)
+
+    def scored(self, newer: Statement) -> tuple[list[int], np.ndarray]:
+        """The places (in `members`) of every current statement recorded clearly before the change `newer`,
+        and the similarity of each to it."""
+        place = self.place[newer.id]
+        if place not in self.block:
+            start = self.changes.index(place)
+            block = self.changes[start:start + self.BLOCK]
+            products = self.unit[:block[-1]] @ self.unit[block].T
+            self.block = {p: products[:p, column] for column, p in enumerate(block)}
+        similarities = self.block[place]
+        at = np.flatnonzero(self.live[:place] & (newer.created - self.times[:place] > ORDER_TOLERANCE_SECONDS))
+        return at, similarities[at]
+
+
+# More current values than this in one frame make it a list (or numbered notes), not one attribute's value.
+LIST_VALUES = 8
+
+
+def _denied_words(clause: Clause) -> tuple[str, ...]:
+    return clause.denied if clause.negated else clause.ended if clause.ending == "no longer" else ()
+
+
+def _spelling(word: str) -> str:
+    """What two spellings of one word share, as _shared matches them: the word, or its first five letters."""
+    return word[:5]
+
+
 def _sweep(members: list[Statement], sweep: Sweep, found: PlainUpdates) -> None:
     """The statements about one thing in time order, each one's changes found among those still current."""
     listed = _listed_frames(members)
+    last_by_key, last_by_frame = _last_stated(members)
     in_group = {s.id for s in members}
     # Superseded by a memory about something else (an agent's word, another wording): never current here.
     elsewhere = {older for newer, olders in sweep.decided.items() if newer not in in_group for older in olders}
-    current: list[Statement] = []
+    current = Current(sweep.vectors, members)
     for place, newer in enumerate(members):
         if newer.id in sweep.decided:  # its supersessions are made: what they supersede is no longer current
-            current = [s for s in current if s.id not in sweep.decided[newer.id]]
-        else:
-            earlier = [s for s in current if newer.created - s.created > ORDER_TOLERANCE_SECONDS]
-            history = History(members[:place], members[place + 1:], sweep.restated)
-            for older, reason in _replaced(newer, earlier, history, listed, sweep, found.grey):
-                found.supersessions.append(Supersession(newer.id, older.id, 0.75, reason))
+            for older in sweep.decided[newer.id]:
                 current.remove(older)
+        else:
+            history = History(members, place, sweep.restated, last_by_key, last_by_frame)
+            for older, reason in _replaced(newer, current, history, listed, sweep, found.grey):
+                found.supersessions.append(Supersession(newer.id, older.id, 0.75, reason))
+                current.remove(older.id)
         if newer.id not in elsewhere:
-            current.append(newer)
+            current.add(newer)
 
 
-def _replaced(newer: Statement, earlier: list[Statement], history: History, listed: set, sweep: Sweep,
+def _replaced(newer: Statement, current: Current, history: History, listed: set, sweep: Sweep,
               grey: list[GreyPair]) -> list[tuple[Statement, str]]:
     """The earlier statements this one replaces, with the reason."""
     clause = newer.clause
@@ -252,7 +365,7 @@ def _replaced(newer: Statement, earlier: list[Statement], history: History, list
     plain = not (clause.change or clause.ending)
     if plain:
         swapped = []
-        for older in earlier:
+        for older in current.same_frame(newer):
             found = _swapped_value(newer, older, listed)
             if found is None or _stated_again(older, newer, history):
                 continue
@@ -269,7 +382,7 @@ def _replaced(newer: Statement, earlier: list[Statement], history: History, list
                                      similarity(newer.candidate, older.candidate), False))
         if swapped:
             return swapped
-    flipped = [o for o in earlier if _affirms_denied(clause, o.clause)
+    flipped = [o for o in (current.denying(newer) if _may_affirm(clause) else []) if _affirms_denied(clause, o.clause)
                and similarity(newer.candidate, o.candidate) >= margins.least and not _stated_again(o, newer, history)
                and not any(_affirms_denied(e.clause, o.clause) for e in history.before
                            if o.created - e.created > ORDER_TOLERANCE_SECONDS)]
@@ -279,11 +392,7 @@ def _replaced(newer: Statement, earlier: list[Statement], history: History, list
                     f"similarity {similarity(newer.candidate, o.candidate):.3f}") for o in flipped]
     if plain:
         return []
-    named = frozenset() if clause.ending else _old_values(newer.candidate)
-    if named:  # "from X", "instead of X": only a statement holding X is what it changes
-        earlier = [o for o in earlier if named <= o.candidate.fact.key | o.candidate.fact.statement]
-    return _changed(newer, [o for o in earlier if not _stated_again(o, newer, history)], similarity, margins,
-                    sweep.client)
+    return _changed(newer, current, history, similarity, margins, sweep.client)
 
 
 def _old_values(candidate: Candidate) -> frozenset[str]:
@@ -298,41 +407,53 @@ def _old_values(candidate: Candidate) -> frozenset[str]:
 def _stated_again(older: Statement, newer: Statement, history: History) -> bool:
     """Whether the older statement's fact is stated again after the newer one (by a duplicate merged into it,
     or in the same words or frame): then the newer is not the latest word on it."""
-    if history.restated.get(older.id, -math.inf) - newer.created > ORDER_TOLERANCE_SECONDS:
-        return True
-    key = older.candidate.fact.key
-    return any(s.candidate.fact.key == key or s.clause.verb == older.clause.verb and
-               s.clause.predicate == older.clause.predicate and s.clause.negated == older.clause.negated
-               for s in history.after if s.created - newer.created > ORDER_TOLERANCE_SECONDS)
+    last = max(history.restated.get(older.id, -math.inf),
+               history.last_by_key.get(older.candidate.fact.key, -math.inf),
+               history.last_by_frame.get(_whole_frame(older.clause), -math.inf))
+    return last - newer.created > ORDER_TOLERANCE_SECONDS
 
 
-def _changed(newer: Statement, earlier: list[Statement], similarity, margins: Margins,
+def _changed(newer: Statement, current: Current, history: History, similarity: Vectors, margins: Margins,
              client: Margins) -> list[tuple[Statement, str]]:
     """The statement a change or ending replaces: one holding what it says ended, else the one the vectors
-    single out among the subject's eligible statements."""
+    single out among the subject's statements, if it is one the change can replace (eligible: _may_change, and
+    not stated again after it). A change naming its old value ("from X", "instead of X") looks only at the
+    statements holding X. Eligibility is asked only of the few statements that can win."""
     clause = newer.clause
-    eligible = [o for o in earlier if _may_change(clause, o.clause)]
-    if not eligible:
-        return []
+
+    def eligible(older: Statement) -> bool:
+        return _may_change(clause, older.clause) and not _stated_again(older, newer, history)
+
     if clause.ended:
-        anchored = [o for o in eligible if _holds_ended(o.clause, clause.ended)
-                    and similarity(newer.candidate, o.candidate) >= margins.least]
+        anchored = [o for o in current.holding(newer, clause.ended) if _holds_ended(o.clause, clause.ended)
+                    and eligible(o) and similarity(newer.candidate, o.candidate) >= margins.least]
         if anchored:
             return [(o, _reason(newer, o, similarity,
                                 f"it holds what ends ({o.clause.spelled(_shared(o.clause, clause.ended))})"))
                     for o in anchored]
-    scores = similarity.against(newer.candidate, [o.candidate for o in earlier]).tolist()
-    scored = sorted(((score, o) for score, o in zip(scores, earlier) if o in eligible), key=lambda x: (-x[0], x[1].id))
-    best_score, best = scored[0]
-    if max(scores) > best_score:
-        return []  # the statement the vectors single out is not one it can change: not the eligible runner-up
+    places, scores = current.scored(newer)
+    named = frozenset() if clause.ending else _old_values(newer.candidate)
+    if named:
+        kept = [i for i, place in enumerate(places.tolist()) if named <= current.members[place].candidate.fact.key]
+        places, scores = places[kept], scores[kept]
+    if not places.size:
+        return []
+
+    def at(i: int) -> Statement:
+        return current.members[int(places[i])]
+
+    best_score = float(scores.max())
+    best = min((at(i) for i in np.flatnonzero(scores == best_score).tolist()), key=lambda o: o.id)
+    if not eligible(best):
+        return []  # the statement the vectors single out is not one it can change: not a runner-up instead
     if best.candidate.built_in != newer.candidate.built_in:
         margins = client
     if best_score < margins.least:
         return []
     if newer.candidate.built_in and best.candidate.built_in and not _corroborated(newer.clause, best.clause):
         return []  # the built-in embedder's closeness is shared words: the subject's alone say nothing more
-    close = sorted((o for score, o in scored if best_score - score < margins.margin), key=lambda o: o.created)
+    close = sorted((at(i) for i in np.flatnonzero(best_score - scores < margins.margin).tolist()
+                    if at(i) is best or eligible(at(i))), key=lambda o: o.created)
     if len(close) > 1:
         # Statements as close as the best are told apart only when they state one frame with other values and
         # the newest came clearly later (earlier values of one attribute, not items of one list): it is current.
@@ -387,8 +508,7 @@ def _affirms_denied(newer: Clause, older: Clause) -> bool:
     program"), or, with a change word, of what an older ending ended ("no longer plays the piano" / "plays the
     piano again"). A plain statement of the opposite ("prefers X" after "does not like X") says nothing of a
     change: which of the two holds needs more than their order."""
-    if newer.negated or newer.ending or newer.progressive or not (newer.past or newer.change) or \
-            any(w in NEGATORS or w in NEGATIVE_VERBS for w in newer.words):
+    if not _may_affirm(newer):
         return False
     if older.negated:
         denied = older.denied
@@ -399,6 +519,12 @@ def _affirms_denied(newer: Clause, older: Clause) -> bool:
     if not denied or newer.predicate == older.predicate:
         return False
     return bool(_shared(newer, denied))
+
+
+def _may_affirm(newer: Clause) -> bool:
+    """Whether a statement reports something happening, with no negation of its own (_affirms_denied)."""
+    return not (newer.negated or newer.ending or newer.progressive) and (newer.past or bool(newer.change)) and \
+        not any(w in NEGATORS or w in NEGATIVE_VERBS for w in newer.words)
 
 
 def _content_of(clause: Clause) -> tuple[str, ...]:
@@ -421,15 +547,19 @@ def _frames(clause: Clause) -> list[tuple[str, tuple[str, ...], int]]:
 
 
 def _listed_frames(members: list[Statement]) -> set:
-    """Frames given two values at one moment (a list, numbered notes): their values are not exclusive."""
+    """Frames given two values at one moment (a list, numbered notes): their values are not exclusive. Members
+    come in time order, so each is compared only with the latest of its frames, back to the tolerance."""
     seen: dict[tuple, list[Statement]] = defaultdict(list)
     listed = set()
     for member in members:
         for frame in _frames(member.clause):
             slot = frame[2]
-            if any(abs(member.created - other.created) <= ORDER_TOLERANCE_SECONDS and
-                   other.clause.predicate[slot] != member.clause.predicate[slot] for other in seen[frame]):
-                listed.add(frame)
+            for other in reversed(seen[frame]):
+                if member.created - other.created > ORDER_TOLERANCE_SECONDS:
+                    break
+                if other.clause.predicate[slot] != member.clause.predicate[slot]:
+                    listed.add(frame)
+                    break
             seen[frame].append(member)
     return listed
 

@@ -19,7 +19,7 @@ from ..hygiene.facts import read_fact
 from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds
 from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, merged_fields, \
     with_same_facts
-from ..hygiene.model_judge import REPLACES, model_judge_from, pair_key
+from ..hygiene.model_judge import REPLACES, SAME_FACT, GreyPair, Question, model_judge_from, pair_key
 from ..hygiene.terms import TERMS_VERSION, stored_terms, terms_stamp
 from ..hygiene.updates import Settled, Vectors, plain_updates, statement_groups, subjects_concerned
 from ..memory import MAX_COUNT
@@ -120,19 +120,30 @@ def find_merges(ctx: TaskContext, judged_by: Callable[[PairJudge], Judged], judg
     what the model was asked, and the judge that decided: the model is asked once, and its verdicts then decide
     those pairs."""
     judged = judged_by(judge)
-    model = model_judge_from(ctx.settings, VerdictCache(ctx.graph.falkor)) if judged.grey else None
-    if model is None:
+    asked = ask_model(ctx, judged.grey, SAME_FACT, "model_judge", dry_run)
+    if asked is None:
         return judged, {}, judge
-    outcome = model.settle(judged.grey, dry_run=dry_run)
-    report = {"model_judge": {**outcome.counts(), "model": model.model},
-              **capped("model_judge_would_ask", [{"first": p.first, "second": p.second,
-                                                  "similarity": round(p.similarity, 6)} for p in outcome.would_ask],
-                       ctx.settings.consolidation_report_limit)}
-    if outcome.verdicts:
-        judge = replace(judge, settled=outcome.verdicts,
-                        settled_key=lambda first, second: pair_key(model.model, first, second))
+    settled, report = asked
+    if settled.verdicts:
+        judge = replace(judge, settled=settled.verdicts, settled_key=settled.key)
         judged = judged_by(judge)
     return judged, report, judge
+
+
+def ask_model(ctx: TaskContext, grey: list[GreyPair], question: Question, name: str,
+              dry_run: bool) -> tuple[Settled, dict[str, Any]] | None:
+    """The model judge's verdicts on these grey pairs (by the key of each pair of texts) and what it was asked,
+    for the report under `name`; None when there are none or no model is set up. A dry run lists the pairs it
+    would ask (`<name>_would_ask`)."""
+    model = model_judge_from(ctx.settings, VerdictCache(ctx.graph.falkor), question=question) if grey else None
+    if model is None:
+        return None
+    outcome = model.settle(grey, dry_run=dry_run)
+    report = {name: {**outcome.counts(), "model": model.model},
+              **capped(f"{name}_would_ask", [{"first": p.first, "second": p.second,
+                                               "similarity": round(p.similarity, 6)} for p in outcome.would_ask],
+                       ctx.settings.consolidation_report_limit)}
+    return Settled(outcome.verdicts, lambda first, second: pair_key(model.model, first, second, question)), report
 
 
 def changes_of(active: list[Candidate], vectors: Vectors) -> tuple[list[Supersession], list[Contradiction]]:
@@ -152,15 +163,13 @@ def with_plain_updates(ctx: TaskContext, groups: dict, vectors: Vectors, superse
     members = sorted({s.id for group in groups.values() for s in group})
     decided = [(s.newer, s.older) for s in supersessions] + ctx.hygiene.supersessions_among(members)
     found = plain_updates(groups, vectors, decided, restated)
-    asked: dict[str, Any] = {}
-    model = model_judge_from(ctx.settings, VerdictCache(ctx.graph.falkor), question=REPLACES) if found.grey else None
-    if model is not None:
-        outcome = model.settle(found.grey, dry_run=dry_run)
-        asked = {"supersession_model_judge": {**outcome.counts(), "model": model.model}}
-        if outcome.verdicts:
-            settled = Settled(outcome.verdicts, lambda older, newer: pair_key(model.model, older, newer, REPLACES))
-            found = plain_updates(groups, vectors, decided, restated, settled)
-    return supersessions + apart_from(found.supersessions, contradictions), asked
+    asked = ask_model(ctx, found.grey, REPLACES, "supersession_model_judge", dry_run)
+    if asked is None:
+        return supersessions + apart_from(found.supersessions, contradictions), {}
+    settled, report = asked
+    if settled.verdicts:
+        found = plain_updates(groups, vectors, decided, restated, settled)
+    return supersessions + apart_from(found.supersessions, contradictions), report
 
 
 def restated_times(candidates: Sequence[Candidate], merges: Sequence[Merge]) -> dict[str, float]:

@@ -40,7 +40,7 @@ from ..hygiene.changes import ANY_LENGTH, ORDER_TOLERANCE_SECONDS, RELATED_SIMIL
 from ..hygiene.facts import Change, read_fact
 from ..hygiene.merges import Merge, PairJudge, duplicate_groups, exact_cosine
 from ..hygiene.terms import UPDATABLE, stored_terms, terms_stamp
-from ..hygiene.updates import Vectors, statement_groups, subject_of, subject_terms
+from ..hygiene.updates import Vectors, distinctive, statement_groups, subject_of, subject_terms
 from ..lifecycle import decode_vector
 from ..passes import changed_after
 from ..similarity import INDEX, Pairs, Partition, normalized, pairs_against
@@ -415,20 +415,15 @@ def _load_subjects(ctx: TaskContext, region: Region, changed_ids: list[str], rem
     among them are judged by changes.py's rules again too (added to `judged`, with their pools), as a full pass
     would judge them beside the plain-word rules. Returns the (scope, subject) pairs to judge."""
     touched = [region.loaded[region.position[i]] for i in changed_ids if region.position.get(i) in region.loaded]
-    subjects = {key: c.fact.updatable for c in touched + [r.candidate for r in removed]
-                if (key := subject_of(c)) is not None}
-    # A subject none of whose statements may update needs no sweep: those of the changes that may not are
-    # looked for with UPDATABLE first, and read whole only where one is found.
-    sought = sorted((key for key in subjects if subject_terms(key[1])), key=lambda key: (not subjects[key], key))
-    rows = [{"key": number, "drive": [max(subject_terms(about), key=lambda t: (t[:1].isdigit(), len(t), t))],
-             "required": sorted(subject_terms(about)) + ([] if subjects[key] else [UPDATABLE]), "counted": [],
-             "need": 0, "slack": ANY_LENGTH} for number, key in enumerate(sought) for about in [key[1]]]
-    found = ctx.hygiene.holding(rows) if rows else {}
-    wanted = {sought[number] for number in found}
-    whole = [{**row, "required": sorted(subject_terms(sought[row["key"]][1]))} for row in rows
-             if not subjects[sought[row["key"]]] and sought[row["key"]] in wanted]
-    found.update(ctx.hygiene.holding(whole) if whole else {})
-    subjects = {key for key in subjects if key in wanted}
+    updatable = {key: c.fact.updatable for c in touched + [r.candidate for r in removed]
+                 if (key := subject_of(c)) is not None}
+    # A subject none of whose statements may update needs no sweep: for a change that may not, one lookup asks
+    # whether a statement of its subject may (UPDATABLE among its stored terms) before the subject is read whole.
+    doubtful = sorted(key for key in updatable if not updatable[key] and subject_terms(key[1]))
+    confirmed = {doubtful[n] for n in ctx.hygiene.holding(_subject_rows(doubtful, UPDATABLE))} if doubtful else set()
+    sought = sorted(key for key in updatable if subject_terms(key[1]) and (updatable[key] or key in confirmed))
+    found = ctx.hygiene.holding(_subject_rows(sought)) if sought else {}
+    subjects = set(sought)
     region.load(region.position[i] for ids in found.values() for i in ids if i in region.position)
     candidates, _ = region.candidates()
     members = [c for c in candidates if subject_of(c) in subjects]
@@ -436,6 +431,14 @@ def _load_subjects(ctx: TaskContext, region: Region, changed_ids: list[str], rem
     _load_pools(ctx, region, [c for c in members if c.id in announcing])
     judged |= announcing
     return subjects
+
+
+def _subject_rows(subjects: list[tuple[str, str]], *also: str) -> list[dict[str, Any]]:
+    """HygieneStore.holding rows asking for the active memories holding every term of each subject (and `also`),
+    reached through the subject's most distinctive term."""
+    return [{"key": number, "drive": [distinctive(subject_terms(about))],
+             "required": sorted(subject_terms(about)) + list(also), "counted": [], "need": 0, "slack": ANY_LENGTH}
+            for number, (_, about) in enumerate(subjects)]
 
 
 # --- changes: the announcements whose verdict can move -------------------------------------------------------
