@@ -46,7 +46,7 @@ def write_memories(services, texts: list[str]) -> list[str]:
     for start in range(0, len(memories), 5000):
         part = memories[start:start + 5000]
         vectors = embedder.embed([m["content"] for m in part])
-        services.stores.vectors.upsert([VectorPoint(m["id"], np.asarray(v, np.float32), payload_of(m))
+        services.stores.vectors.upsert([VectorPoint(m["id"], np.asarray(v, np.float32), payload_of(m, services.stores.graph.scoping))
                                         for m, v in zip(part, vectors)])
         services.stores.graph.upsert_memories(part)
     return [m["id"] for m in memories]

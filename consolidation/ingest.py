@@ -10,14 +10,16 @@ from typing import Any
 import numpy as np
 
 from .embedding import Embedder
-from .errors import Conflict, NotFound
+from .errors import Conflict, InvalidInput, NotFound
 from .importing import (
     WRITTEN, ImportLine, ImportPlan, ImportProgress, ImportReport, no_progress, parse_lines, plan_import, read_jsonl,
     shift_times,
 )
 from .lifecycle import Lifecycle
+from .lifecycle.requests import Requests
 from .lifecycle.states import state_of
-from .memory import NewMemory, parse_memory, parse_memory_id
+from .memory import NewMemory, parse_embedding, parse_memory, parse_memory_id
+from .recall import CURRENT, Recall, RecallQuery
 from .settings import Settings
 from .stores import Stores
 from .stores.audit import AuditLog
@@ -97,6 +99,22 @@ class MemoryService:
         self.clock = clock
         self.checks = MemoryChecks(settings, clock)
         self.audit = AuditLog(stores.graph.falkor)
+        self.requests = Requests(lifecycle, self.checks.memory, embedder, clock)
+        self.recall = Recall(stores.graph, stores.vectors)
+
+    def recall_query(self, body: dict[str, Any]) -> RecallQuery:
+        """A recall request's query, its text embedded by the built-in embedder unless it sent an embedding."""
+        self.stores.ensure_ready()
+        embedding = parse_embedding(body.get("embedding"), self.settings.vector_size)
+        if embedding is None:
+            if not body.get("query"):
+                raise InvalidInput("query", "give a query (text) or an embedding")
+            embedding = self.embedder.embed([body["query"]])[0]
+        scope = body.get("scope")
+        key = None if scope is None else self.stores.graph.scoping.within(scope).key_of(scope)
+        types = tuple(body["types"]) if body.get("types") else None
+        return RecallQuery(embedding, body.get("k", 10), body.get("state", CURRENT), key, types,
+                           bool(body.get("include_summaries")))
 
     def create(self, body: Any) -> dict[str, Any]:
         memory = self.checks.memory(body)
@@ -200,7 +218,7 @@ class MemoryService:
         try:
             self.stores.vectors.delete(sorted(created))
             self.stores.graph.remove_memories(sorted(created))
-            self.stores.vectors.upsert([VectorPoint(m["id"], vectors[m["id"]], payload_of(m))
+            self.stores.vectors.upsert([VectorPoint(m["id"], vectors[m["id"]], payload_of(m, self.stores.graph.scoping))
                                         for m in previous if m["id"] in vectors])
             self.stores.graph.replace_memories(previous)
         except Exception:
@@ -212,7 +230,7 @@ class MemoryService:
         missing = [m for m in memories if m.embedding is None]
         embedded = iter(self.embedder.embed([m.properties["content"] for m in missing])) if missing else iter(())
         return [VectorPoint(m.properties["id"], m.embedding if m.embedding is not None else next(embedded),
-                            payload_of(m.properties)) for m in memories]
+                            payload_of(m.properties, self.stores.graph.scoping)) for m in memories]
 
     def _write_new(self, memories: list[NewMemory]) -> set[str]:
         """Vectors first, then nodes; a vector whose node was not created (failure, or a taken id) is taken out."""

@@ -107,7 +107,7 @@ def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: da
         graph_float(relevance) if relevance is not None
         else initial_relevance(properties, timestamp, last_accessed, now)
     )
-    embedding = _embedding(fields.embedding, vector_size)
+    embedding = parse_embedding(fields.embedding, vector_size)
     # Whose vector it is: dedup judges two memories embedded by the built-in embedder on its calibration.
     properties[EMBEDDED_BY] = BUILT_IN_EMBEDDER if embedding is None else None
     return NewMemory(properties, embedding)
@@ -209,7 +209,7 @@ def _time(value: str | None, name: str, now: datetime) -> datetime | None:
     return moment
 
 
-def _embedding(value: list[float] | None, vector_size: int) -> np.ndarray | None:
+def parse_embedding(value: list[float] | None, vector_size: int) -> np.ndarray | None:
     if value is None:
         return None
     if len(value) != vector_size:

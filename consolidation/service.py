@@ -282,6 +282,10 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
             pass  # a store still down: the scheduler's ticks finish them once it answers
 
         memories = MemoryService(settings, stores, embedder, engine.lifecycle, clock)
+        try:
+            memories.requests.complete_pending()  # supersessions and purges a crash interrupted
+        except StoreUnavailable:
+            pass
         queued = settings.consolidation_worker != "inline" and not worker
         runner = QueuedRuns(engine, RunQueue(connect())) if queued else InlineRuns(engine)
         return GraphServices(name, stores, engine, memories, InspectionStore(stores.graph.falkor), runner)

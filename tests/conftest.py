@@ -94,7 +94,7 @@ def add_memory(services, vector=None, **fields) -> str:
     memory.update(fields)
     if vector is None:
         vector = unit(np.random.default_rng(uuid.UUID(memory["id"]).int % 2**32).standard_normal(services.settings.vector_size))
-    services.stores.vectors.upsert([VectorPoint(memory["id"], unit(vector), payload_of(memory))])
+    services.stores.vectors.upsert([VectorPoint(memory["id"], unit(vector), payload_of(memory, services.stores.graph.scoping))])
     services.stores.graph.upsert_memories([memory])
     return memory["id"]
 
@@ -109,7 +109,7 @@ def add_memories(services, count: int, **fields) -> list[str]:
     vectors = rng.standard_normal((count, services.settings.vector_size)).astype(np.float32)
     for start in range(0, count, 5000):
         part = memories[start:start + 5000]
-        services.stores.vectors.upsert([VectorPoint(m["id"], unit(v), payload_of(m))
+        services.stores.vectors.upsert([VectorPoint(m["id"], unit(v), payload_of(m, services.stores.graph.scoping))
                                         for m, v in zip(part, vectors[start:start + 5000])])
         services.stores.graph.upsert_memories(part)
     return [m["id"] for m in memories]

@@ -92,6 +92,18 @@ def _app(server: QdrantRestServer) -> Flask:
     def delete(name):
         return ok(server.call("delete", name, points_selector=body(models.PointsSelector)))
 
+    @app.put("/collections/<name>/index")
+    def index(name):
+        given = body(models.CreateFieldIndex)
+        return ok(server.call("create_payload_index", name, given.field_name, field_schema=given.field_schema))
+
+    @app.post("/collections/<name>/points/query")
+    def query(name):
+        asked = body(models.QueryRequest)
+        found = server.call("query_points", name, query=asked.query, limit=asked.limit, query_filter=asked.filter,
+                            with_payload=asked.with_payload, with_vectors=asked.with_vector)
+        return ok(found)
+
     @app.post("/collections/<name>/points/count")
     def count(name):
         asked = body(models.CountRequest)

@@ -104,3 +104,80 @@ def test_a_kill_mid_forget_of_twenty_thousand_leaves_no_orphan_and_every_memory_
         assert set(restarted.stores.vectors.payloads(sample)) == set(sample)
     finally:
         restarted.close()
+
+
+# The fault: the process dies right after the named step of a supersede or a purge asked on request.
+REQUEST_KILLER = textwrap.dedent("""
+    import os, sys
+    from consolidation.settings import load_settings
+    from consolidation.service import build_services
+    from consolidation.stores.graph import GraphStore
+    from consolidation.stores.hygiene import HygieneStore
+    from consolidation.stores.requests import RequestRecords
+    from consolidation.stores.tombstones import TombstoneStore
+
+    kind, step, target_id = sys.argv[1], sys.argv[2], sys.argv[3]
+    owner, name = {"record": (RequestRecords, "begin"), "new_memory": (GraphStore, "create_memories"),
+                   "edges": (HygieneStore, "supersede"), "tombstones": (TombstoneStore, "write_pending"),
+                   "erased": (TombstoneStore, "erase")}[step]
+    original = getattr(owner, name)
+    def die_after(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        os._exit(137)
+    setattr(owner, name, die_after)
+    services = build_services(load_settings())
+    requests = services.memories.requests
+    if kind == "supersede":
+        requests.supersede(target_id, {"content": "User lives in Porto and teaches at the conservatory now."},
+                           None, "admin")
+    else:
+        requests.purge("dana@x.io", False, True, "admin")
+    sys.exit("the fault was not reached")
+""")
+
+
+@pytest.mark.parametrize("step", ["record", "new_memory", "edges"])
+def test_a_kill_mid_supersede_leaves_it_done_after_restart(tmp_path, clock, step):
+    from tests.test_lifecycle import consistent
+
+    data_dir = tmp_path / "data"
+    settings = make_settings(data_dir)
+    services = build_services(settings, clock=clock)
+    older = add_memory(services, content="User lives in Lyon and teaches at the conservatory.")
+    services.close()
+    killed = subprocess.run([sys.executable, "-c", REQUEST_KILLER, "supersede", step, older],
+                            env=environment(data_dir), capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 137, killed.stderr
+    restarted = build_services(settings, clock=clock)
+    try:
+        memory = restarted.stores.graph.get_memory(older)
+        newer = memory["superseded_by"]
+        assert newer is not None and restarted.stores.graph.get_memory(newer) is not None
+        assert restarted.stores.vectors.payloads([older])[older]["superseded"] is True
+        assert restarted.stores.graph.count_memories() == 2  # one new memory, never two
+        assert not restarted.memories.requests.has_pending()
+        assert consistent(restarted) == []
+    finally:
+        restarted.close()
+
+
+@pytest.mark.parametrize("step", ["record", "tombstones", "erased"])
+def test_a_kill_mid_purge_leaves_it_done_after_restart(tmp_path, clock, step):
+    data_dir = tmp_path / "data"
+    settings = make_settings(data_dir)
+    services = build_services(settings, clock=clock)
+    holding = [add_memory(services, content=f"Write to dana@x.io about {i}") for i in range(3)]
+    kept = add_memory(services, content="Write to adana@x.io")
+    services.close()
+    killed = subprocess.run([sys.executable, "-c", REQUEST_KILLER, "purge", step, "-"],
+                            env=environment(data_dir), capture_output=True, text=True, timeout=120)
+    assert killed.returncode == 137, killed.stderr
+    restarted = build_services(settings, clock=clock)
+    try:
+        assert not restarted.stores.graph.existing_ids(holding)
+        assert restarted.stores.graph.existing_ids([kept]) == {kept}
+        assert not restarted.memories.requests.has_pending()
+        rows = restarted.stores.graph.falkor.execute("MATCH (t:Tombstone) RETURN t.state, t.memory")
+        assert rows and all(state == "erased" and "dana" not in memory for state, memory in rows)
+    finally:
+        restarted.close()

@@ -234,7 +234,7 @@ def test_the_openapi_documents_the_graph_header_on_every_graph_route(client):
         for method, operation in operations.items():
             headers = [p["name"] for p in operation.get("parameters", []) if p["in"] == "header"]
             about_a_graph = path.startswith(("/memory", "/memories", "/consolidate", "/clusters", "/hygiene",
-                                             "/reconcile", "/entities"))
+                                             "/reconcile", "/entities", "/recall"))
             assert ("X-Graph" in headers) == about_a_graph, (method, path)
             if about_a_graph:
                 assert "404" in operation["responses"], (method, path)

@@ -13,7 +13,7 @@ from ..dashboard import blueprint as dashboard
 from ..logs import configure_logging
 from ..service import Services, build_services
 from ..settings import Settings, load_settings
-from . import consolidate, docs, entities, errors, health, inspection, memories, metrics
+from . import consolidate, docs, entities, errors, health, inspection, memories, metrics, recall
 from .strict_request import StrictRequest
 
 REQUEST_SWITCH_SECONDS = 0.001  # how long a thread runs before one waiting for the GIL gets it
@@ -33,6 +33,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.extensions["consolidation"] = services
     errors.register(app)
     for blueprint in (consolidate.blueprint, inspection.blueprint, entities.blueprint, memories.blueprint,
+                      recall.blueprint,
                       health.blueprint, metrics.blueprint, docs.blueprint, dashboard):
         app.register_blueprint(blueprint)
     app.after_request(metrics.count_request)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
-from ..errors import Unauthorized
-from ..memory import ImportedMemoryFields, MemoryFields
+from ..errors import InvalidInput, Unauthorized
+from ..memory import ImportedMemoryFields, MemoryFields, parse_memory_id
 from .auth import is_admin, require_admin, require_token
 from .context import graph, graph_to_write, services
 from .errors import error_response
-from .models import DeletedMemory, ErrorBody, ImportQuery, ImportRefused, ImportReport, MemoryAnswer, Restored
+from .models import (DeletedMemory, ErrorBody, Forgotten, ImportQuery, ImportRefused, ImportReport, MemoryAnswer,
+                     PurgeAnswer, PurgeRequest, Restored, Superseded, SupersessionUndone)
 from .openapi import ADMIN, addresses_graph, TOKEN, amend, answers, api, uuid_in_path
 
 blueprint = addresses_graph(Blueprint("memories", __name__))
@@ -98,3 +99,67 @@ def restore_memory(memory_id: str):
     counted as a use and held from every automatic archive, delete and merge until held_until (409 if it is
     active, or another restore of it is under way)."""
     return jsonify(graph().memories.restore(memory_id))
+
+
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+SUPERSEDE_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {"oneOf": [
+    MemoryFields.model_json_schema(),
+    {"type": "object", "required": ["by"], "additionalProperties": False,
+     "properties": {"by": {"type": "string", "format": "uuid", "description": "an existing, newer memory"}}},
+]}}}}, "parameters": [{"name": IDEMPOTENCY_HEADER, "in": "header", "required": False, "schema": {
+    "type": "string", "maxLength": 200}, "description": "a retry with the same key answers what the first did, "
+                                                        "and never makes a second memory"}]}
+
+
+def _requester() -> str:
+    """Who asks, as the audit records it: which token (never the token itself)."""
+    return "admin" if is_admin() else "api"
+
+
+@blueprint.post("/memory/<memory_id>/supersede")
+@require_token
+@api.validate(resp=answers(HTTP_200=Superseded, HTTP_404=ErrorBody, HTTP_409=ErrorBody, HTTP_410=DeletedMemory),
+              **TOKEN_ROUTE)
+@amend({**MEMORY_ID, **SUPERSEDE_BODY, "parameters": MEMORY_ID["parameters"] + SUPERSEDE_BODY["parameters"]})
+def supersede_memory(memory_id: str):
+    """The memory is superseded by a new memory (the body: a memory as POST /memory takes it, its scope the
+    older one's) or an existing newer one ({"by": id}); a compound memory's facts the newer one leaves
+    standing become memories of their own (survivors). One crash-safe transition; with an Idempotency-Key a
+    retry answers what the first did. 409 if it is already superseded (supersede the newest) or merged."""
+    key = (request.headers.get(IDEMPOTENCY_HEADER) or "").strip() or None
+    if key is not None and len(key) > 200:
+        raise InvalidInput(IDEMPOTENCY_HEADER, "must be at most 200 characters")
+    memories = graph().memories
+    memories.stores.ensure_ready()
+    return jsonify(memories.requests.supersede(parse_memory_id(memory_id), request.get_json(), key, _requester()))
+
+
+@blueprint.post("/memory/<memory_id>/supersede/undo")
+@require_token
+@api.validate(resp=answers(HTTP_200=SupersessionUndone, HTTP_404=ErrorBody), **TOKEN_ROUTE)
+@amend(MEMORY_ID)
+def undo_supersession(memory_id: str):
+    """Undo the latest supersession of this memory asked over the API: it is current again, and what that
+    request created (the new memory, the survivors of a split) is forgotten (restorable)."""
+    return jsonify(graph().memories.requests.undo_supersede(parse_memory_id(memory_id), _requester()))
+
+
+@blueprint.delete("/memory/<memory_id>")
+@require_token
+@api.validate(resp=answers(HTTP_200=Forgotten, HTTP_404=ErrorBody, HTTP_409=ErrorBody, HTTP_410=DeletedMemory),
+              **TOKEN_ROUTE)
+@amend(MEMORY_ID)
+def forget_memory(memory_id: str):
+    """Forget a memory on request: a tombstone keeps it restorable (POST /memory/<id>/restore) for
+    CONSOLIDATION_TOMBSTONE_RETENTION_DAYS; the audit records which token asked."""
+    return jsonify(graph().memories.requests.forget(parse_memory_id(memory_id), _requester()))
+
+
+@blueprint.post("/memories/purge")
+@require_admin
+@api.validate(json=PurgeRequest, resp=answers(HTTP_200=PurgeAnswer), security=ADMIN, tags=["memories"])
+def purge_memories(json: PurgeRequest):
+    """Every memory (of the scope) holding the identifier as a whole identifier, never a longer one that starts
+    or ends with it: listed by a dry run (the default), deleted otherwise; erase (a privacy request) removes the
+    text from every place that kept it, and the audit keeps who asked and how many, never the identifier."""
+    return jsonify(graph().memories.requests.purge(json.match, json.dry_run, json.erase, _requester(), json.scope))

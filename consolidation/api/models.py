@@ -464,3 +464,96 @@ class Health(BaseModel):
     stores: dict[str, StoreHealth]
     embedded: bool
     scheduler_alive: bool
+
+
+# --- recall, updates and forgetting on request --------------------------------------------------------------
+
+class RecallRequest(Strict):
+    """POST /recall: what the agent would recall for a query."""
+
+    query: str | None = Field(None, min_length=1, max_length=10_000,
+                              description="text, embedded by the built-in embedder (give this or embedding)")
+    embedding: list[float] | None = Field(None, description="the query's vector: VECTOR_SIZE numbers, from the "
+                                                            "model that embedded the memories")
+    k: int = Field(10, ge=1, le=100, description="how many memories to answer")
+    state: Literal["current", "history"] = Field(
+        "current", description="current: what is true now (superseded hits replaced by the newest memory of "
+                               "their chain; archived, merged and deleted ones left out); history: every stored "
+                               "hit, marked")
+    scope: dict[str, str | None] | None = Field(None, description="one scope: a value for each of "
+                                                                  "CONSOLIDATION_SCOPE_PROPERTIES (none: all)")
+    types: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
+        None, max_length=20, description="only memories of these types")
+    include_summaries: bool = Field(False, description="let cluster summaries (MetaPattern) answer too")
+
+    @model_validator(mode="after")
+    def _asks_something(self):
+        if self.query is None and self.embedding is None:
+            raise ValueError("give a query (text) or an embedding")
+        return self
+
+
+class RecalledMemory(BaseModel):
+    id: str
+    content: str | None
+    type: str
+    similarity: float = Field(description="cosine similarity of this memory to the query")
+    relevance: float | None = Field(description="its relevance_score")
+    state: str
+    superseded: bool
+    timestamp: str | None = None
+    replaces: list[str] | None = Field(None, description="current mode: the superseded hits this memory stands "
+                                                         "for (the newest memory of their chain)")
+    ranked_by_similarity: float | None = Field(None, description="current mode: the best similarity among it "
+                                                                 "and what it replaces (the order of the answer)")
+    superseded_by: str | None = None
+    merged_into: str | None = None
+
+
+class RecallAnswer(BaseModel):
+    state: Literal["current", "history"]
+    results: list[RecalledMemory]
+
+
+class Superseded(BaseModel):
+    memory_id: str
+    state: Literal["superseded"]
+    superseded_by: str = Field(description="the newer memory (made by this request when created is true)")
+    created: bool
+    survivors: list[str] = Field(description="a compound memory's facts the newer one leaves standing, each "
+                                             "now a memory of its own")
+    repeated: bool | None = Field(None, description="true when an earlier request with this Idempotency-Key "
+                                                    "did it; nothing was done again")
+
+
+class SupersessionUndone(BaseModel):
+    memory_id: str
+    state: str | None
+    forgotten: list[str] = Field(description="what the supersession had created (forgotten again, restorable)")
+
+
+class Forgotten(BaseModel):
+    memory_id: str
+    state: Literal["deleted"]
+    deleted_at: str
+
+
+class PurgeRequest(Strict):
+    """POST /memories/purge: every memory holding an identifier."""
+
+    match: str = Field(min_length=1, max_length=256, description="the identifier (an e-mail, a domain, a name, "
+                                                                 "a number), matched whole, case and Unicode "
+                                                                 "forms folded")
+    dry_run: bool = Field(True, description="list what would go, change nothing (the default)")
+    erase: bool = Field(False, description="a privacy request: the text leaves every place that kept it "
+                                           "(tombstones, merge records, run reports, the store's files); "
+                                           "erased memories cannot be restored")
+    scope: dict[str, str | None] | None = Field(None, description="only this scope (none: the whole graph)")
+
+
+class PurgeAnswer(BaseModel):
+    dry_run: bool
+    erase: bool
+    matched: int
+    memory_ids: list[str] = Field(description="the first 100 by id")
+    deleted: int | None = None

@@ -129,7 +129,7 @@ class Lifecycle:
         vector = decode_vector(tombstone.get("vector"))
         if vector is None:
             vector = self.embedder.embed([properties.get("content") or ""])[0]
-        self.vectors.upsert([VectorPoint(memory_id, vector, payload_of(properties))])
+        self.vectors.upsert([VectorPoint(memory_id, vector, payload_of(properties, self.graph.scoping))])
         restored_edges = self.tombstones.restore_node(properties, tombstone["memory"]["labels"], edges)
         if record is not None:
             self.hygiene.settle_restored(record, at)
@@ -222,12 +222,17 @@ class Lifecycle:
     def _refresh_marks(self) -> int:
         """Write every memory's state and supersession into its payload, as the graph has them (points written
         before the payload carried them, or a mirror a crash cut short)."""
-        ids, archived, merged, superseded = self.graph.lifecycle_marks()
+        ids, archived, merged, superseded, scopes = self.graph.lifecycle_marks()
         groups = {"merged": merged, "archived": archived & ~merged, "active": ~archived & ~merged}
         for state, chosen in groups.items():
             self.vectors.set_archived([i for i, c in zip(ids, chosen) if c], state != "active", state=state)
         for flag in (True, False):
             self.vectors.set_superseded([i for i, marked in zip(ids, superseded) if bool(marked) == flag], flag)
+        by_scope: dict[str, list[str]] = {}
+        for memory_id, scope in zip(ids, scopes):
+            by_scope.setdefault(scope, []).append(memory_id)
+        for scope, members in by_scope.items():
+            self.vectors.set_scopes(members, scope)
         return len(ids)
 
     def _embed_missing(self, ids: Sequence[str]) -> None:
@@ -236,7 +241,7 @@ class Lifecycle:
             part = ids[start : start + 500]
             memories = self.graph.get_memories(part)
             vectors = self.embedder.embed([m.get("content") or "" for m in memories])
-            self.vectors.upsert([VectorPoint(m["id"], v, payload_of(m)) for m, v in zip(memories, vectors)])
+            self.vectors.upsert([VectorPoint(m["id"], v, payload_of(m, self.graph.scoping)) for m, v in zip(memories, vectors)])
             self.graph.mark_changed([m["id"] for m in memories])  # a new vector: new neighbours
 
 

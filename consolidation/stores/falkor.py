@@ -125,6 +125,19 @@ class Falkor:
         """A plain Redis command on the server (the run queue's list, the workers' heartbeats)."""
         return self._call(self.client.execute_command, *args)
 
+    def rewrite_files(self, timeout: float = 120.0) -> None:
+        """Write the server's files afresh from what it holds now (an RDB snapshot, then the append-only file
+        rewritten), so that data deleted from the graph leaves the disk too."""
+        self.command("SAVE")
+        self.command("BGREWRITEAOF")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = self.client.info("persistence")
+            if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
+                return
+            time.sleep(0.05)
+        raise StoreUnavailable("graph", "the append-only file rewrite did not finish in time")
+
     def for_graph(self, graph_name: str) -> Falkor:
         """Another graph on the same server and connection; closing it leaves the connection open."""
         return Falkor(self.client, graph_name, readers=self.readers)

@@ -46,7 +46,7 @@ SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they ar
 # Range indexes the queries rely on: ids, change markers ("changed since"), and dedup's stored fact terms (array
 # properties: FalkorDB indexes each element, so "memories holding term t" is an index lookup), and the keys of
 # the dedup model judge's cached verdicts (stores/verdicts.py).
-INDEXES = (("Memory", "id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
+INDEXES = (("Memory", "id"), ("RequestRecord", "key"), ("RequestRecord", "memory_id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
            ("Tombstone", "memory_id"), ("Tombstone", CHANGE), ("ConsolidationRun", "id"), ("MergeRecord", "id"),
            ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"), ("Entity", "id"),
            ("EntityMerge", "id"), ("EntityMerge", "alias_id"))
@@ -490,15 +490,17 @@ class GraphStore:
         )
         return bool(rows)
 
-    def lifecycle_marks(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-        """Every memory's id and whether it is archived, merged and superseded (what the vector payload mirrors)."""
+    def lifecycle_marks(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """Every memory's id, whether it is archived, merged and superseded, and its scope key (what the vector
+        payload mirrors)."""
         columns = self.falkor.scan_memories(
-            "true", "m.id, m.archived, m.merged_into IS NOT NULL, m.superseded_by IS NOT NULL")
+            "true", "m.id, m.archived, m.merged_into IS NOT NULL, m.superseded_by IS NOT NULL, "
+            f"{self.scoping.key_expression()}")
         if not columns:
             empty = np.zeros(0, bool)
-            return [], empty, empty, empty
-        ids, archived, merged, superseded = columns
-        return list(ids), booleans(archived), booleans(merged), booleans(superseded)
+            return [], empty, empty, empty, []
+        ids, archived, merged, superseded, scopes = columns
+        return list(ids), booleans(archived), booleans(merged), booleans(superseded), list(scopes)
 
     def hold_as_used(self, memory_id: str, at: str, until: str, most_uses: int) -> None:
         """A restore: one more use now, and held from automatic archive, delete and merge until `until`."""
@@ -507,6 +509,37 @@ class GraphStore:
             "m.held_until = $until, m.access_count = CASE WHEN coalesce(m.access_count, 0) < $most "
             f"THEN coalesce(m.access_count, 0) + 1 ELSE m.access_count END, {STAMP}",
             {"id": memory_id, "at": at, "until": until, "most": most_uses})
+
+    def contents_in_scope(self) -> tuple[list[str], list[str]]:
+        """Every memory's id and text in the scope (summaries, archived and merged ones too)."""
+        columns = self.falkor.scan_memories(self.scoping.where(), "m.id, coalesce(m.content, '')",
+                                            self.scoping.params())
+        return (list(columns[0]), list(columns[1])) if columns else ([], [])
+
+    def erase_in_reports(self, rewrite) -> int:
+        """Rewrite the run records' text fields with `rewrite` (text -> new text, or None to leave it); returns
+        how many records changed."""
+        rows = self.falkor.records("MATCH (r:ConsolidationRun) RETURN r.id, properties(r)", read_only=True)
+        changed = 0
+        for run_id, props in rows:
+            fields = {k: v for k, v in ((k, rewrite(v)) for k, v in dict(props).items() if isinstance(v, str))
+                      if v is not None}
+            if fields:
+                self.falkor.execute("MATCH (r:ConsolidationRun {id: $id}) SET r += $fields",
+                                    {"id": run_id, "fields": fields})
+                changed += 1
+        return changed
+
+    def unsupersede(self, newer: str, older: str) -> None:
+        """Undo one supersession: the edges between the two go, and the older memory's marks with them (a mark
+        another newer memory set stays)."""
+        self.falkor.execute(
+            NEXT_CHANGE + "MATCH (n:Memory {id: $newer}), (o:Memory {id: $older}) "
+            "OPTIONAL MATCH (n)-[s:SUPERSEDES]->(o) DELETE s WITH n, o, change "
+            "OPTIONAL MATCH (o)-[e:EVOLVED_INTO]->(n) DELETE e WITH DISTINCT n, o, change "
+            "WHERE o.superseded_by = $newer "
+            f"SET o.superseded_by = null, o.superseded_at = null, {OUR_T_INVALID_UNDONE} "
+            f"{touched(ids_of('n', 'o'))}", {"newer": newer, "older": older})
 
     def unlink(self, ids: Sequence[str]) -> list[str]:
         """Remove every edge between these memories and other memories, and the superseded_by marks the

@@ -399,6 +399,13 @@ class HygieneStore:
             self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.canonical_after = $after",
                                 {"id": other["id"], "after": json.dumps({**after, **fields})})
 
+    def erase_records(self, ids: Sequence[str]) -> None:
+        """Drop the merge records holding these memories' text (as the duplicate or the canonical): an erased
+        memory's merges can no longer be undone."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS id MATCH (r:MergeRecord) WHERE r.duplicate_id = id OR r.canonical_id = id DELETE r",
+            list(ids), chunk=500)
+
     def _records(self, where: str, params: dict[str, Any]) -> list[dict[str, Any]]:
         rows = self.falkor.records(f"MATCH (r:MergeRecord) WHERE {where} RETURN properties(r)", params,
                                    read_only=True)
@@ -406,20 +413,20 @@ class HygieneStore:
 
     # --- supersessions and contradictions ----------------------------------------------------------------------
 
-    def supersede(self, rows: Sequence[dict[str, Any]], at: str) -> None:
+    def supersede(self, rows: Sequence[dict[str, Any]], at: str, origin: str = "consolidation") -> None:
         """SUPERSEDES newer -> older; the older (and whatever was merged into it) gets superseded_by. Beside it,
         what AutoMem's current-state recall reads: (older)-[:EVOLVED_INTO]->(newer), and the older memory invalid
         from the newer one's time (t_invalid, unless a client set one), so AutoMem recalls the newer instead."""
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (n:Memory {id: row.newer}), (o:Memory {id: row.older}) "
             "MERGE (n)-[r:SUPERSEDES]->(o) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
-            "r.detected_at = $at, r.origin = 'consolidation' "
+            "r.detected_at = $at, r.origin = $origin "
             "MERGE (o)-[e:EVOLVED_INTO]->(n) ON CREATE SET e.confidence = row.confidence, e.reason = row.reason, "
-            "e.updated_at = $at, e.origin = 'consolidation' "
+            "e.updated_at = $at, e.origin = $origin "
             "SET o.t_invalid_set_by = CASE WHEN o.t_invalid IS NULL THEN 'consolidation' ELSE o.t_invalid_set_by END "
             "SET o.t_invalid = coalesce(o.t_invalid, n.timestamp, $at) "
             f"SET o.superseded_by = row.newer, o.superseded_at = $at, o.{CHANGE} = change {touched(ids_of('n'))}",
-            list(rows), chunk=500, at=at)
+            list(rows), chunk=500, at=at, origin=origin)
         self.falkor.write_chunks(
             "UNWIND $rows AS row MATCH (o:Memory {id: row.older})<-[:MERGED_INTO]-(d:Memory) "
             "SET d.superseded_by = row.newer", list(rows), chunk=500)

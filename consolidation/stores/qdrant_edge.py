@@ -14,7 +14,7 @@ import qdrant_edge as qe
 from ..errors import StoreMismatch, StoreUnavailable
 from .falkor import chunked
 from .vector_cache import VectorCache
-from .vectors import UPSERT_CHUNK, VectorPoint, archive_marks, as_matrix, in_order
+from .vectors import INDEXED_FIELDS, UPSERT_CHUNK, Hit, SearchFilter, VectorPoint, archive_marks, as_matrix, in_order
 
 log = logging.getLogger(__name__)
 SCROLL_PAGE = 10000
@@ -37,6 +37,7 @@ class EdgeVectorStore:
         self.store_id = _store_id(directory.parent / f"{directory.name}.store_id")
         # Writes and cache updates happen together under this lock, so the copy never drifts from the shard.
         self._lock = threading.RLock()
+        self._index_payload()
         if created:
             self._cache: VectorCache | None = VectorCache(vector_size)
         else:
@@ -80,6 +81,26 @@ class EdgeVectorStore:
 
     def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
         self._set_marks(ids, {"superseded": superseded})
+
+    def set_scopes(self, ids: Sequence[str], scope: str) -> None:
+        self._set_marks(ids, {"scope": scope})
+
+    def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+        request = qe.SearchRequest(query=qe.Query.Nearest(np.asarray(vector, np.float32).tolist()), limit=limit,
+                                   filter=_edge_filter(where), with_payload=True, with_vector=False)
+        with self._lock:
+            if self._shard is None:
+                raise StoreUnavailable("vectors", "the embedded Qdrant is closed")
+            found = self._shard.search(request)
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+
+    def _index_payload(self) -> None:
+        """Index the payload fields a recall filters on (once per shard: Edge keeps its indexes)."""
+        present = self._shard.info().payload_schema or {}
+        kinds = {"keyword": qe.PayloadSchemaType.Keyword, "bool": qe.PayloadSchemaType.Bool}
+        for name, kind in INDEXED_FIELDS.items():
+            if name not in present:
+                self._update(qe.UpdateOperation.create_field_index(name, kinds[kind]))
 
     def _set_marks(self, ids: Sequence[str], marks: dict) -> None:
         present = self._present(ids)
@@ -160,6 +181,22 @@ class EdgeVectorStore:
             if self._shard is None:
                 raise StoreUnavailable("vectors", "the embedded Qdrant is closed")
             self._shard.update(operation)
+
+
+def _edge_filter(where: SearchFilter):
+    """The SearchFilter as an Edge Filter (None when it lets everything through)."""
+    must, must_not = [], []
+    if where.scope is not None:
+        must.append(qe.FieldCondition("scope", match=qe.MatchValue(where.scope)))
+    if where.types is not None:
+        must.append(qe.FieldCondition("type", match=qe.MatchAny(list(where.types))))
+    if where.without_states:
+        must_not.append(qe.FieldCondition("state", match=qe.MatchAny(list(where.without_states))))
+    if where.without_types:
+        must_not.append(qe.FieldCondition("type", match=qe.MatchAny(list(where.without_types))))
+    if where.without_superseded:
+        must_not.append(qe.FieldCondition("superseded", match=qe.MatchValue(True)))
+    return qe.Filter(must=must or None, must_not=must_not or None) if must or must_not else None
 
 
 def embedded_store_id(directory: Path) -> str | None:

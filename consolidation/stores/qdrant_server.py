@@ -12,7 +12,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from ..errors import StoreMismatch, StoreUnavailable
 from .falkor import chunked
-from .vectors import UPSERT_CHUNK, VectorPoint, archive_marks, as_matrix, in_order
+from .vectors import INDEXED_FIELDS, UPSERT_CHUNK, Hit, SearchFilter, VectorPoint, archive_marks, as_matrix, in_order
 
 SCROLL_PAGE = 2000
 PAYLOAD_BATCH = 1000
@@ -56,6 +56,7 @@ class QdrantServerStore:
                 self.collection,
                 vectors_config=models.VectorParams(size=self.vector_size, distance=models.Distance.COSINE),
             )
+            self._index_payload(set())
             return
         params = self.client.get_collection(self.collection).config.params.vectors
         size = params.size if isinstance(params, models.VectorParams) else None
@@ -64,6 +65,14 @@ class QdrantServerStore:
                 f"Qdrant collection {self.collection!r} holds vectors of size {size}, "
                 f"but VECTOR_SIZE={self.vector_size}; use another QDRANT_COLLECTION or fix VECTOR_SIZE"
             )
+        self._index_payload(set(self.client.get_collection(self.collection).payload_schema or {}))
+
+    def _index_payload(self, present: set[str]) -> None:
+        """Index the payload fields a recall filters on (a collection made before recall gets them now)."""
+        kinds = {"keyword": models.PayloadSchemaType.KEYWORD, "bool": models.PayloadSchemaType.BOOL}
+        for name, kind in INDEXED_FIELDS.items():
+            if name not in present:
+                self.client.create_payload_index(self.collection, name, field_schema=kinds[kind], wait=True)
 
     @_outages_are_unavailable
     def upsert(self, points: Sequence[VectorPoint]) -> None:
@@ -112,6 +121,17 @@ class QdrantServerStore:
     def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
         self._set_marks(ids, {"superseded": superseded})
 
+    @_outages_are_unavailable
+    def set_scopes(self, ids: Sequence[str], scope: str) -> None:
+        self._set_marks(ids, {"scope": scope})
+
+    @_outages_are_unavailable
+    def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+        found = self.client.query_points(self.collection, query=np.asarray(vector, np.float32).tolist(),
+                                         limit=limit, query_filter=_server_filter(where), with_payload=True,
+                                         with_vectors=False).points
+        return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
+
     def _set_marks(self, ids: Sequence[str], marks: dict) -> None:
         present = self._existing(ids)
         for part in chunked(present, PAYLOAD_BATCH):
@@ -153,3 +173,19 @@ class QdrantServerStore:
             yield from records
             if offset is None:
                 return
+
+
+def _server_filter(where: SearchFilter) -> models.Filter | None:
+    """The SearchFilter as a qdrant-client Filter (None when it lets everything through)."""
+    must, must_not = [], []
+    if where.scope is not None:
+        must.append(models.FieldCondition(key="scope", match=models.MatchValue(value=where.scope)))
+    if where.types is not None:
+        must.append(models.FieldCondition(key="type", match=models.MatchAny(any=list(where.types))))
+    if where.without_states:
+        must_not.append(models.FieldCondition(key="state", match=models.MatchAny(any=list(where.without_states))))
+    if where.without_types:
+        must_not.append(models.FieldCondition(key="type", match=models.MatchAny(any=list(where.without_types))))
+    if where.without_superseded:
+        must_not.append(models.FieldCondition(key="superseded", match=models.MatchValue(value=True)))
+    return models.Filter(must=must or None, must_not=must_not or None) if must or must_not else None

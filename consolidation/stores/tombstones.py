@@ -127,6 +127,14 @@ class TombstoneStore:
             {"id": tombstone_id, "at": restored_at},
         )
 
+    def erase(self, memory_ids: Sequence[str]) -> None:
+        """Keep of these memories' tombstones only that they were erased (no text, edges or vector): they can no
+        longer be restored."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS mid MATCH (t:Tombstone {memory_id: mid}) "
+            "SET t.memory = $blank, t.edges = '[]', t.vector = null, t.state = 'erased'",
+            list(memory_ids), chunk=500, blank=json.dumps({"properties": {}, "labels": ["Memory"]}))
+
     def purge(self, older_than_epoch: float) -> int:
         """Drop finished tombstones past the retention period; those a deletion or a restore is under way for
         never are."""

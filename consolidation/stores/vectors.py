@@ -8,9 +8,14 @@ from typing import Protocol
 
 import numpy as np
 
-# What a filtered vector search can read without the graph: a memory's score, type, and where it is in its
-# lifecycle (state: active / archived / merged; superseded: a newer memory changed it).
-PAYLOAD_FIELDS = ("relevance_score", "archived", "type", "state", "superseded")
+from ..scopes import Scoping
+
+# What a filtered vector search can read without the graph: a memory's score, type, where it is in its
+# lifecycle (state: active / archived / merged; superseded: a newer memory changed it) and its scope (the key
+# Scoping.key_of gives; "" with no scope properties).
+PAYLOAD_FIELDS = ("relevance_score", "archived", "type", "state", "superseded", "scope")
+# The payload fields a recall filters on, indexed in both stores so that a filtered search stays a graph walk.
+INDEXED_FIELDS = {"state": "keyword", "superseded": "bool", "scope": "keyword", "type": "keyword"}
 UPSERT_CHUNK = 256
 
 
@@ -21,6 +26,28 @@ class VectorPoint:
     id: str
     vector: np.ndarray
     payload: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SearchFilter:
+    """What a recall may see: points of one scope (None: any), without these states and types, only these
+    types (None: any), and not superseded when `current`. A point without a field passes a condition on it
+    unless the condition requires the field (scope, types)."""
+
+    scope: str | None = None
+    without_states: tuple[str, ...] = ()
+    without_types: tuple[str, ...] = ()
+    types: tuple[str, ...] | None = None
+    without_superseded: bool = False
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A point a search found: its id, cosine similarity to the query and payload."""
+
+    id: str
+    similarity: float
+    payload: dict
 
 
 class VectorStore(Protocol):
@@ -49,6 +76,13 @@ class VectorStore(Protocol):
 
     def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
         """Mirror a supersession (or its undoing) into the payload; ids without a point are skipped."""
+
+    def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+        """The `limit` points most similar to `vector` (cosine) among those `where` lets through, best first
+        (approximate: the store's HNSW index, exact while a segment is small)."""
+
+    def set_scopes(self, ids: Sequence[str], scope: str) -> None:
+        """Mirror one scope key into the payload of these points; ids without a point are skipped."""
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove points; ids without a point are ignored."""
@@ -79,10 +113,11 @@ def in_order(asked: Sequence[str], found: dict[str, Sequence[float]], vector_siz
     return ids, as_matrix([found[memory_id] for memory_id in ids], vector_size)
 
 
-def payload_of(memory: dict) -> dict:
+def payload_of(memory: dict, scoping: Scoping) -> dict:
     """The payload a memory's point carries: the graph fields the vector side filters on."""
     archived = bool(memory.get("archived", False))
     return {
+        "scope": scoping.key_of(memory),
         "relevance_score": memory.get("relevance_score"),
         "archived": archived,
         "type": memory.get("type"),

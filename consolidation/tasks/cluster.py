@@ -125,8 +125,7 @@ def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str])
     # Vectors before nodes: a crash in between leaves a vector without a node, which reconcile removes,
     # never a MetaPattern node without its vector.
     ctx.vectors.upsert([
-        VectorPoint(p["id"], p["vector"], payload_of({"relevance_score": p["props"].get("relevance_score"),
-                                                      "archived": False, "type": "MetaPattern"}))
+        VectorPoint(p["id"], p["vector"], payload_of(p["props"], ctx.graph.scoping))
         for p in patterns
     ])
     ctx.graph.save_meta_patterns(

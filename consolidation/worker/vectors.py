@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import StoreUnavailable
-from ..stores.vectors import VectorPoint, VectorStore
+from ..stores.vectors import Hit, SearchFilter, VectorPoint, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ BYTES_PER_SEND = 8 * 1024 * 1024
 ITEMS_PER_SEND = 50_000
 SWITCH_INTERVAL_SECONDS = 0.001
 CALLS = frozenset({"upsert", "vectors", "all_vectors", "payloads", "set_relevance", "set_archived",
-                   "set_superseded", "delete", "count", "ids", "ping", "describe"})
+                   "set_superseded", "set_scopes", "search", "delete", "count", "ids", "ping", "describe"})
 
 
 class VectorServer:
@@ -146,6 +146,13 @@ class RemoteVectors:
     def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
         for part in _parts(ids):
             self._ask("set_superseded", part, superseded)
+
+    def set_scopes(self, ids: Sequence[str], scope: str) -> None:
+        for part in _parts(ids):
+            self._ask("set_scopes", part, scope)
+
+    def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+        return self._ask("search", np.asarray(vector, np.float32), limit, where)
 
     def delete(self, ids: Sequence[str]) -> None:
         for part in _parts(ids):
