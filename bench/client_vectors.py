@@ -29,6 +29,9 @@ def memory_sets() -> dict[str, list[str]]:
         sets[folder.name] = [json.loads(line)["content"] for line in lines if line]
     cases = (ROOT / "bench" / "updates" / "own_cases.jsonl").read_text().splitlines()
     sets["own_updates"] = [m["content"] for line in cases if line for m in json.loads(line)["memories"]]
+    compound = (ROOT / "bench" / "updates" / "compound_cases.jsonl").read_text().splitlines()
+    sets["compound"] = sorted({text for line in compound if line
+                               for case in [json.loads(line)] for text in [case["older"], case["newer"], *case["survive"]]})
     return sets
 
 

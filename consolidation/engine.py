@@ -34,6 +34,7 @@ from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
 from .summaries import Summarizer
 from .tasks import TASKS, TaskContext, incremental_version
+from .tasks.cluster import refresh as refresh_summaries
 from .timeutil import to_iso, utc_now
 
 log = logging.getLogger(__name__)
@@ -209,6 +210,12 @@ class ConsolidationEngine:
         except RunInProgress:
             return 0  # the holder (its own task) or a later tick completes them
 
+    def refresh_summaries(self) -> int:
+        """Rebuild the summaries a request took a member from (superseded, forgotten, purged): outside a run."""
+        ctx = TaskContext(self.settings, self.stores.graph, self.lifecycle.hygiene, self.stores.vectors,
+                          self.lifecycle, self.summarizer, now=self.clock(), neighbours=self.neighbours)
+        return refresh_summaries(ctx)
+
     def run_due(self, now: datetime | None = None) -> dict[str, Any] | None:
         """Run whatever is due, once across all processes: the due check is repeated under the lease."""
         now = now or self.clock()
@@ -378,6 +385,11 @@ class ConsolidationEngine:
             with collection_paused():
                 report = {"pass": plan.name, "pass_reason": plan.reason, **TASKS[task](ctx, run.dry_run),
                           "success": True}
+                # A clustering later in this run rebuilds every summary from the current members anyway.
+                later = run.tasks[run.tasks.index(task) + 1:] if task in run.tasks else []
+                rebuilt = 0 if run.dry_run or "cluster" in later else refresh_summaries(ctx)
+                if rebuilt:
+                    report["summaries_rebuilt"] = rebuilt
         except RunCancelled:  # at a safe point (between chunks): what was written is whole
             run.cancelled = True
             report = {"pass": plan.name, "success": False, "cancelled": True, "error": CANCELLED_DURING}

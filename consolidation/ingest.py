@@ -91,7 +91,7 @@ class MemoryService:
     """Creates, reads, touches, imports and restores memories; both stores are written or neither is."""
 
     def __init__(self, settings: Settings, stores: Stores, embedder: Embedder, lifecycle: Lifecycle,
-                 clock: Callable[[], datetime] = utc_now):
+                 refresh_summaries: Callable[[], int], clock: Callable[[], datetime] = utc_now):
         self.settings = settings
         self.stores = stores
         self.embedder = embedder
@@ -99,7 +99,7 @@ class MemoryService:
         self.clock = clock
         self.checks = MemoryChecks(settings, clock)
         self.audit = AuditLog(stores.graph.falkor)
-        self.requests = Requests(lifecycle, self.checks.memory, embedder, clock)
+        self.requests = Requests(lifecycle, self.checks.memory, embedder, refresh_summaries, clock)
         self.recall = Recall(stores.graph, stores.vectors)
 
     def recall_query(self, body: dict[str, Any]) -> RecallQuery:

@@ -1,6 +1,7 @@
 """The dashboard in a real browser: Debian's headless Chromium, driven by playwright, against the service on
 embedded stores over loopback HTTP. Sign-in (a wrong token refused), charts drawn with the stored numbers, a dry
-forget with each decision's reason, and a restore that the API then confirms."""
+forget with each decision's reason, and a restore that the API then confirms; then recall (current beside
+history), supersede and undo, forget, and purge after its dry run, each checked against the API."""
 
 from __future__ import annotations
 
@@ -395,3 +396,277 @@ def test_with_several_graphs_the_dashboard_offers_each_and_shows_the_chosen_one(
     finally:
         server.stop()
         services.close()
+
+
+# --- recall, updates and forgetting on request ---------------------------------------------------------------
+
+class Session:
+    """A signed-in page, with what went wrong in it: script errors, refused requests, and the dialogs it showed
+    (each accepted unless the test said to dismiss the next one)."""
+
+    def __init__(self, browser, url: str):
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.page.set_default_timeout(15000)
+        self.problems: list[str] = []
+        self.refused: list[tuple[int, str]] = []
+        self.dialogs: list[str] = []
+        self.dismiss_next = False
+        self.page.on("pageerror", lambda error: self.problems.append(f"page error: {error}"))
+        self.page.on("console", lambda message: self.problems.append(message.text)
+                     if message.type == "error" and not message.text.startswith("Failed to load resource") else None)
+        self.page.on("response", lambda response: self.refused.append((response.status, urlsplit(response.url).path))
+                     if response.status >= 400 else None)
+        self.page.on("dialog", self._answer)
+        self.page.goto(f"{url}/dashboard")
+        self.page.fill("#token", TOKEN)
+        self.page.click("#sign-in-form button[type=submit]")
+        self.page.wait_for_selector("body[data-loaded]")
+
+    def _answer(self, dialog) -> None:
+        self.dialogs.append(dialog.message)
+        if self.dismiss_next:
+            self.dismiss_next = False
+            dialog.dismiss()
+        else:
+            dialog.accept()
+
+    def open_memory(self, memory: dict) -> None:
+        """The memory's view, as a user opens it: its id in the lookup field."""
+        self.page.fill("#lookup-id", memory["id"])
+        self.page.click("#lookup-form button")
+        self.page.locator("#lookup-facts dd", has_text=memory["content"]).wait_for()
+
+    def fits(self, width: int, parts: list[str]) -> None:
+        """At this width nothing overflows the page, and each visible button of these parts is on screen."""
+        self.page.set_viewport_size({"width": width, "height": 900})
+        assert self.page.evaluate("document.scrollingElement.scrollWidth") <= width
+        for part in parts:
+            buttons = self.page.locator(f"{part} button:visible")
+            for index in range(buttons.count()):
+                buttons.nth(index).scroll_into_view_if_needed()
+                box = buttons.nth(index).bounding_box()
+                assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= width, part
+        self.page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+@pytest.fixture
+def session(service, browser):
+    opened = Session(browser, service["url"])
+    yield opened
+    opened.page.close()
+
+
+def create(url: str, content: str, **fields) -> dict:
+    """A memory added over the API, as an agent adds one."""
+    answer = requests.post(f"{url}/memory", json={"content": content, **fields}, headers=AUTH, timeout=60)
+    assert answer.status_code == 201, answer.text
+    return answer.json()["memory"]
+
+
+def status_of(url: str, memory_id: str) -> int:
+    return requests.get(f"{url}/memory/{memory_id}", headers=AUTH, timeout=60).status_code
+
+
+def recalled_ids(call, query: str, k: int, state: str) -> list[str]:
+    return [hit["id"] for hit in call("POST", "/recall", json={"query": query, "k": k, "state": state})["results"]]
+
+
+def shown_hits(page, column: str) -> list[str]:
+    return page.eval_on_selector_all(f"#recall-{column}-hits li.hit", "items => items.map(i => i.dataset.memoryId)")
+
+
+def test_recall_shows_current_and_history_side_by_side(service, session):
+    url, call, page = service["url"], service["call"], session.page
+    older = create(url, "The quarterly planning meeting happens in the Orion room on Tuesdays", type="Context")
+    newer_text = "The quarterly planning meeting moved to the Vega room on Thursdays"
+    superseded = call("POST", f"/memory/{older['id']}/supersede", json={"content": newer_text})
+    newer = superseded["superseded_by"]
+    query, k = "quarterly planning meeting in the Orion room", 5
+
+    page.fill("#recall-query", query)
+    page.fill("#recall-k", str(k))
+    page.click("#recall-form button[type=submit]")
+    page.wait_for_selector("#recall-current-hits li.hit")
+    page.wait_for_selector("#recall-history-hits li.hit")
+
+    # Each column is the API's answer in its order; the two differ where the supersession is.
+    current, history = shown_hits(page, "current"), shown_hits(page, "history")
+    assert current == recalled_ids(call, query, k, "current")
+    assert history == recalled_ids(call, query, k, "history")
+    assert newer in current and older["id"] not in current
+    assert older["id"] in history and newer in history
+    # In current, the newer memory says which hit it stands for, with that hit's text.
+    standing_in = page.locator(f'#recall-current-hits li[data-memory-id="{newer}"]')
+    assert newer_text in standing_in.inner_text()
+    replaces = standing_in.locator(".replaces")
+    assert replaces.locator("code").get_attribute("title") == older["id"]
+    assert older["content"] in replaces.inner_text()
+    # In history, the older one is marked superseded, by which memory.
+    old_hit = page.locator(f'#recall-history-hits li[data-memory-id="{older["id"]}"]')
+    assert "superseded" in old_hit.get_attribute("class")
+    assert old_hit.locator(".replaces code").get_attribute("title") == newer
+    # Type, similarity, relevance and state as the API gave them.
+    first = call("POST", "/recall", json={"query": query, "k": k, "state": "history"})["results"][0]
+    first_text = page.locator("#recall-history-hits li.hit").first.inner_text()
+    relevance = "–" if first["relevance"] is None else f"{first['relevance']:.4f}"
+    for shown in (first["type"], f"similarity {first['similarity']:.3f}", f"relevance {relevance}", first["state"]):
+        assert shown in first_text
+
+    # Side by side on a wide screen, one above the other at 420 px, and nothing overflows.
+    columns = [page.locator(f"#recall-{column}").bounding_box() for column in ("current", "history")]
+    assert columns[0]["y"] == columns[1]["y"] and columns[0]["x"] < columns[1]["x"]
+    session.fits(420, ["#recall"])
+    page.set_viewport_size({"width": 420, "height": 900})
+    columns = [page.locator(f"#recall-{column}").bounding_box() for column in ("current", "history")]
+    assert columns[1]["y"] >= columns[0]["y"] + columns[0]["height"]
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+    # A recalled memory opens in the memory view, ready to be superseded or forgotten.
+    standing_in.locator("button.open-memory").click()
+    page.wait_for_selector(f"#lookup-facts:not([hidden]) dd:has-text('{newer_text}')")
+    assert page.input_value("#lookup-id") == newer
+    assert page.is_visible("#supersede-open") and page.is_visible("#forget-memory")
+    assert session.problems == [] and session.refused == []
+
+
+def test_supersede_and_undo_from_a_memory_view(service, session):
+    url, call, page = service["url"], service["call"], session.page
+    # A compound memory: the update changes where she lives; where she works stands as a memory of its own.
+    older = create(url, "Priya lives in Lisbon and teaches at the conservatory", type="Preference")
+    session.open_memory(older)
+    page.click("#supersede-open")
+
+    # A wrong id: the API's own message, and nothing superseded.
+    page.fill("#supersede-form input[name=by]", "not-a-memory-id")
+    page.click("#supersede-form button[type=submit]")
+    page.wait_for_selector("#memory-request .error")
+    assert page.inner_text("#memory-request") == (
+        "Could not supersede: by: must be a UUID like 5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b, got 'not-a-memory-id'")
+    assert call("GET", f"/memory/{older['id']}")["memory"]["superseded_by"] is None
+    # Both a text and an id: refused here, before anything is sent.
+    page.fill("#supersede-form textarea", "Priya moved to Porto")
+    page.click("#supersede-form button[type=submit]")
+    page.wait_for_selector("#memory-request:has-text('one of the two')")
+    asked = len(session.dialogs)
+
+    # The new text, confirmed: the answer names the new memory and the survivors of the split.
+    page.fill("#supersede-form input[name=by]", "")
+    with page.expect_request(lambda r: r.url.endswith(f"/memory/{older['id']}/supersede")) as sent:
+        page.click("#supersede-form button[type=submit]")
+    page.wait_for_selector("#supersede-undo")
+    assert len(session.dialogs) == asked + 1
+    assert session.dialogs[-1].startswith(f"Supersede memory {older['id'][:8]} by a new memory: \"Priya moved")
+    assert len(sent.value.headers.get("idempotency-key", "")) == 32
+    newer = page.get_attribute("#memory-request code.newer", "title")
+    stored = call("GET", f"/memory/{older['id']}")["memory"]
+    assert stored["superseded_by"] == newer
+    made = call("GET", f"/memory/{newer}")["memory"]
+    assert made["content"] == "Priya moved to Porto" and made["type"] == "Preference"  # it keeps the type
+    survivors = page.eval_on_selector_all("#memory-request .survivors code", "codes => codes.map(c => c.title)")
+    assert survivors, page.inner_text("#memory-request")
+    for survivor in survivors:
+        kept = call("GET", f"/memory/{survivor}")["memory"]
+        assert kept["split_from"] == older["id"] and "conservatory" in kept["content"]
+        assert kept["content"] in page.inner_text("#memory-request .survivors")
+    # The memory's view now says it is superseded, and offers no second supersession.
+    page.wait_for_selector(f"#lookup-facts dd:has-text('{newer}')")
+    page.wait_for_selector("#memory-actions:has-text('Superseded by')")
+    assert page.locator("#supersede-open").count() == 0
+
+    # Undo: the memory is current again; what the supersession made is forgotten, restorable.
+    page.click("#supersede-undo")
+    page.wait_for_selector("#memory-request:has-text('Undone')")
+    assert session.dialogs[-1].startswith(f"Undo the supersession of {older['id'][:8]}?")
+    assert call("GET", f"/memory/{older['id']}")["memory"]["superseded_by"] is None
+    for made_id in [newer, *survivors]:
+        assert status_of(url, made_id) == 410
+        assert made_id in page.eval_on_selector_all("#memory-request code", "codes => codes.map(c => c.title)")
+    page.wait_for_selector("#supersede-open")
+    assert "superseded by\n–" in page.inner_text("#lookup-facts")
+
+    # A cluster summary is rebuilt from its members, never superseded by hand: it may only be forgotten.
+    summary = call("GET", f"/memory/{call('GET', '/clusters')['items'][0]['id']}")["memory"]
+    assert summary["type"] == "MetaPattern"
+    session.open_memory(summary)
+    page.wait_for_selector("#forget-memory")
+    assert page.locator("#supersede-open").count() == 0
+    assert session.problems == []
+    assert session.refused == [(400, f"/memory/{older['id']}/supersede")]
+
+
+def test_forget_from_a_memory_view(service, session):
+    url, page = service["url"], session.page
+    doomed = create(url, "The loading dock door code is changed every Monday")
+    session.open_memory(doomed)
+
+    # Declined: nothing is sent.
+    session.dismiss_next = True
+    page.click("#forget-memory")
+    assert session.dialogs[-1].startswith(f"Forget memory {doomed['id'][:8]}?")
+    assert "restorable" in session.dialogs[-1]
+    assert status_of(url, doomed["id"]) == 200
+
+    page.click("#forget-memory")
+    page.wait_for_selector("#memory-request:has-text('Forgotten')")
+    gone = requests.get(f"{url}/memory/{doomed['id']}", headers=AUTH, timeout=60)
+    assert gone.status_code == 410 and gone.json()["reason"] == "forgotten on request (admin)"
+    assert "restorable" in page.inner_text("#memory-request")
+    # The view shows the tombstone, until when it can be restored, and no more buttons.
+    page.wait_for_selector("#lookup-facts:has-text('restorable until')")
+    assert when_shown(gone.json()["restorable_until"]) in page.inner_text("#lookup-facts")
+    assert page.is_hidden("#memory-actions")
+    assert session.problems == []
+    assert session.refused == [(410, f"/memory/{doomed['id']}")]  # the view reading the tombstone
+
+
+def when_shown(iso: str) -> str:
+    """A time as the page writes it (dom.js `when`)."""
+    return datetime.fromisoformat(iso).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def test_purge_lists_a_dry_run_before_purging(service, session):
+    url, call, page = service["url"], service["call"], session.page
+    identifier = "quinn.harper@example.org"
+    holding = [create(url, f"Ticket {n}: write to {identifier.upper() if n % 2 else identifier} about the lease")
+               for n in range(12)]
+    # A longer identifier that starts with it is another person's: it stays.
+    other = create(url, f"Ticket 99: write to {identifier}.uk about the lease")
+    holding_ids = {m["id"]: m["content"] for m in holding}
+
+    page.fill("#purge-match", identifier)
+    page.click("#purge-form button[type=submit]")
+    page.wait_for_selector("#purge-confirm:not([hidden])")
+    assert page.inner_text("#purge-summary").startswith(f'12 memories hold "{identifier}"')
+    # The first ten with their text, the other two by id; the dry run wrote nothing.
+    rows = page.locator("#purge-table tbody tr")
+    assert rows.count() == 10
+    listed = {}
+    for index in range(rows.count()):
+        listed[rows.nth(index).locator("code").get_attribute("title")] = rows.nth(index).inner_text()
+    rest = page.eval_on_selector_all("#purge-more code", "codes => codes.map(c => c.title)")
+    assert set(listed) | set(rest) == set(holding_ids) and len(rest) == 2
+    for memory_id, row in listed.items():
+        assert holding_ids[memory_id] in row and "active" in row
+    assert all(status_of(url, memory_id) == 200 for memory_id in holding_ids)
+    assert page.inner_text("#purge-run") == "Purge 12"
+    session.fits(420, ["#purge"])
+
+    # Another identifier typed in: its own preview is needed before anything can be purged.
+    page.fill("#purge-match", "someone.else@example.org")
+    assert page.is_hidden("#purge-confirm")
+    page.fill("#purge-match", identifier)
+    page.click("#purge-form button[type=submit]")
+    page.wait_for_selector("#purge-confirm:not([hidden])")
+
+    page.check("#purge-erase")
+    page.click("#purge-run")
+    page.wait_for_selector("#purge-result:has-text('Purged')")
+    assert session.dialogs[-1].startswith(f'Purge 12 memories holding "{identifier}"?')
+    assert "cannot be restored" in session.dialogs[-1]
+    assert page.inner_text("#purge-result") == "Purged: 12 memories deleted, their text erased."
+    # Erased: gone, with nothing left to restore them from (not found, or gone).
+    assert all(status_of(url, memory_id) in (404, 410) for memory_id in holding_ids)
+    assert status_of(url, other["id"]) == 200
+    assert page.is_hidden("#purge-confirm") and page.is_hidden("#purge-table")
+    assert call("POST", "/memories/purge", json={"match": identifier})["matched"] == 0
+    assert session.problems == [] and session.refused == []

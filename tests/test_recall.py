@@ -10,7 +10,8 @@ import numpy as np
 from consolidation.hygiene.compound import facts_of, survivors
 from consolidation.identifiers import holds, identifier_pattern
 
-from conftest import axis, vector_at
+from conftest import add_memory, axis, vector_at
+from tests.test_cluster import patterns
 
 
 def _post(client, auth, content, vector=None, **fields):
@@ -120,6 +121,21 @@ def test_compound_splitting_rules():
     assert survivors("The user works at Acme and lives in Berlin.", "User joined Globex last month.") == [
         "The user lives in Berlin."]
     assert survivors("User lives in Lyon.", "User moved to Paris.") == []
+    # A part with its own subject; a predicate after "is"; a part pointing back at another stays with it.
+    assert [p.text for p in facts_of("The budget is 500 dollars and the deadline is Friday.")] == [
+        "The budget is 500 dollars.", "The deadline is Friday."]
+    assert [p.text for p in facts_of("User is vegetarian and allergic to peanuts.")] == [
+        "User is vegetarian.", "User is allergic to peanuts."]
+    assert len(facts_of("User owns a Subaru and parks it in the garage.")) == 1
+    # Auxiliaries and adverbs stay with what they qualify, not with the subject.
+    assert [p.text for p in facts_of("Leo is married and has two kids.")] == ["Leo is married.", "Leo has two kids."]
+    assert survivors("Leo is married and has two kids.", "Leo got divorced last year.") == ["Leo has two kids."]
+    # The kind of fact an update changes: a move changes where one lives, not what one does.
+    assert survivors("Omar drives a Ford and lives near the airport.", "Omar moved to the city centre.") == [
+        "Omar drives a Ford."]
+    # Another subject's fact is not the one a statement about the user changes.
+    assert survivors("User rents a flat in Rome, while their partner lives in Milan.",
+                     "User bought a house in Naples.") == ["Their partner lives in Milan."]
 
 
 def test_identifiers_match_whole():
@@ -170,3 +186,72 @@ def test_forget_on_request_is_restorable_and_audited(client, auth, services):
     entries = services.memories.audit.recent()
     assert entries[0]["action"] == "forget" and entries[0]["details"]["requested_by"] == "admin"
     assert client.post(f"/memory/{memory}/restore", headers=auth).status_code == 200
+
+
+# --- summaries rebuilt when a member leaves ------------------------------------------------------------------
+
+def _plant(services, quoted: str, others: int, base: int = 0):
+    """A cluster around axis `base`: `quoted` nearest its centre (so the heuristic summary quotes it), `others`
+    around it, each along an axis of its own after `base`."""
+    central = add_memory(services, vector=vector_at(0.99, axis(base), axis(base + 1)), content=quoted,
+                         type="Decision")
+    rest = [add_memory(services, vector=vector_at(0.95, axis(base), axis(base + 2 + i)), type="Decision",
+                       content=f"Billing runs on PostgreSQL, note {i}") for i in range(others)]
+    services.engine.run(["cluster"])
+    (pattern_id, props, members), = [p for p in patterns(services) if central in p[2]]
+    assert members == {central, *rest} and quoted.split()[-1] in props["content"]
+    return pattern_id, central, rest
+
+
+def test_a_summary_is_rebuilt_from_its_current_members_when_one_is_superseded(client, auth, services):
+    pattern_id, central, rest = _plant(services, "Billing is owned by Quinn", 5)
+    answer = client.post(f"/memory/{central}/supersede", headers=auth, json={
+        "content": "Billing is owned by Berg now", "embedding": [float(x) for x in axis(12)]})
+    assert answer.status_code == 200 and answer.get_json()["survivors"] == [], answer.get_json()
+    (same_id, props, members), = [p for p in patterns(services) if not p[1].get("archived")]
+    assert same_id == pattern_id and members == set(rest) and props["cluster_size"] == 5
+    assert "Quinn" not in props["content"]
+    # A later clustering leaves the superseded memory out, as the rebuild did.
+    services.engine.run(["cluster"])
+    assert [p[2] for p in patterns(services) if not p[1].get("archived")] == [set(rest)]
+
+
+def test_a_summary_left_too_small_is_retired_and_a_run_rebuilds_after_a_merge(client, auth, services):
+    pattern_id, central, rest = _plant(services, "Billing runs on PostgreSQL, owned by Quinn", 4)
+    assert client.delete(f"/memory/{rest[0]}", headers=auth).status_code == 200
+    (props,) = [p[1] for p in patterns(services) if p[0] == pattern_id]
+    assert props["archived"] is True  # 4 members left, below the minimum of 5: retired
+    # A run's merge takes a member from a summary too: its report says how many summaries it rebuilt.
+    pattern_id, central, rest = _plant(services, "Invoices are stored in S3, owned by Lund", 5, base=8)
+    twin = add_memory(services, vector=vector_at(0.95, axis(8), axis(10)), type="Decision",
+                      content="Billing runs on PostgreSQL, note 0")
+    services.engine.run(["cluster"])
+    assert twin in [p[2] for p in patterns(services) if p[0] == pattern_id][0]
+    report = services.engine.run(["dedup"])["results"]["dedup"]
+    merged = {m for m in (twin, rest[0]) if services.stores.graph.get_memory(m).get("merged_into")}
+    assert len(merged) == 1 and report["summaries_rebuilt"] == 1
+    (members,) = [p[2] for p in patterns(services) if p[0] == pattern_id]
+    assert not merged & members and members == {central, twin, *rest} - merged
+
+
+def test_purge_rewrites_a_summary_that_quoted_the_identifier(client, auth, services):
+    pattern_id, central, rest = _plant(services, "Billing runs on PostgreSQL, owned by dana@x.io", 5)
+    preview = client.post("/memories/purge", headers=auth, json={"match": "dana@x.io"}).get_json()
+    assert preview["memory_ids"] == [central] and preview["summaries_quoting"] == 1
+    done = client.post("/memories/purge", headers=auth, json={"match": "dana@x.io", "dry_run": False,
+                                                               "erase": True}).get_json()
+    assert done["deleted"] == 1 and done["summaries_deleted"] == 0
+    (props, members), = [(p[1], p[2]) for p in patterns(services) if p[0] == pattern_id]
+    assert not props.get("archived") and members == set(rest) and "dana@x.io" not in props["content"]
+
+
+def test_the_detail_view_marks_the_state_of_the_memory_at_each_edges_other_end(client, auth):
+    old = _post(client, auth, "User lives in Vienna.", axis(0))
+    newer = client.post(f"/memory/{old}/supersede", headers=auth, json={
+        "content": "User moved to Oslo.", "embedding": [float(x) for x in axis(1)]}).get_json()["superseded_by"]
+    edges = client.get(f"/memories/{newer}/detail", headers=auth).get_json()["edges"]
+    to_old = [e for e in edges if e["other_id"] == old]
+    assert {e["relation"] for e in to_old} == {"SUPERSEDES", "EVOLVED_INTO"}
+    assert all(e["other_superseded_by"] == newer and e["other_state"] == "active" for e in to_old)
+    back = client.get(f"/memories/{old}/detail", headers=auth).get_json()["edges"]
+    assert {(e["other_id"], e["other_superseded_by"]) for e in back} == {(newer, None)}

@@ -227,6 +227,9 @@ class Edge(BaseModel):
     kind: str | None
     confidence: float | None
     reason: str | None
+    other_state: str = Field(description="the other memory's state: active, archived or merged")
+    other_superseded_by: str | None = Field(None, description="set when a newer memory superseded the other one: "
+                                                              "its text is no longer current")
 
 
 class Event(BaseModel):

@@ -556,4 +556,7 @@ class PurgeAnswer(BaseModel):
     erase: bool
     matched: int
     memory_ids: list[str] = Field(description="the first 100 by id")
+    summaries_quoting: int = Field(description="active cluster summaries quoting the identifier: rebuilt from "
+                                               "their members once those holding it are gone")
+    summaries_deleted: int | None = Field(None, description="summaries still quoting it after the rebuild")
     deleted: int | None = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -229,6 +230,19 @@ def _past_verb(low: str) -> bool:
 def _inflected_verb(low: str) -> bool:
     """Whether a word is a verb's past or third-person form ("moved", "lives", "left", "sold", "quit")."""
     return not _verb_tags(low).isdisjoint(("VBD", "VBZ", "VBN"))
+
+
+def opening_verb(words: Sequence[str]) -> int | None:
+    """Where the inflected verb a fragment opens with is, adverbs before it skipped ("often travels to Austin");
+    None when it does not open with one."""
+    at = 0
+    while at < len(words) and _only_adverb(words[at].lower()):
+        at += 1
+    return at if at < len(words) and _inflected_verb(words[at].lower()) else None
+
+
+def verb_lemma(word: str) -> str:
+    return _verb_lemma(word.lower())
 
 
 def _only_verb(low: str) -> bool:

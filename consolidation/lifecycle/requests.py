@@ -37,12 +37,15 @@ class Requests:
     """Supersede, undo, forget and purge, as an agent or an administrator asks them."""
 
     def __init__(self, lifecycle: Lifecycle, new_memory: Callable[[Any], Any], embedder: Embedder,
-                 clock: Callable[[], datetime]):
+                 refresh_summaries: Callable[[], int], clock: Callable[[], datetime]):
         self.lifecycle = lifecycle
         self.graph = lifecycle.graph
         self.vectors = lifecycle.vectors
         self.new_memory = new_memory  # body -> NewMemory, validated as POST /memory validates it
         self.embedder = embedder
+        # Summaries a request took a member from are rebuilt before the request is settled (a crash first: the
+        # pending request is finished again at start-up, this step with it).
+        self.refresh_summaries = refresh_summaries
         self.clock = clock
         self.records = RequestRecords(self.graph.falkor)
         self.audit = AuditLog(self.graph.falkor)
@@ -130,6 +133,7 @@ class Requests:
                                                "reason": f"superseded on request ({record['requester']})"}],
                                              at, origin="request")
             self.vectors.set_superseded([older_id, *self.lifecycle.hygiene.merged_into_any([older_id])], True)
+        self.refresh_summaries()
         answer = {"memory_id": older_id, "superseded_by": newer_id, "created": plan["created"] is not None,
                   "survivors": [s["id"] for s in plan["survivors"]], "state": "superseded"}
         self.records.settle(record["id"], "done", {"answer": answer, "done_at": at})
@@ -179,6 +183,7 @@ class Requests:
         made = [s["id"] for s in plan["survivors"]] + ([record["newer_id"]] if plan["created"] else [])
         present = self.graph.existing_ids(made)
         self.lifecycle.delete({m: "undone supersession" for m in made if m in present}, at)
+        self.refresh_summaries()
         self.records.settle(record["id"], "undone", {"undone_at": to_iso(at)})
         self.audit.record("undo_supersede", to_iso(at), memory_id=older_id, requested_by=requester, forgotten=made)
         return {"memory_id": older_id, "state": state_of(memory) if memory else None, "forgotten": sorted(present)}
@@ -193,6 +198,7 @@ class Requests:
         check("delete", memory_id, state_of(memory))
         at = self.clock()
         self.lifecycle.delete({memory_id: f"forgotten on request ({requester})"}, at)
+        self.refresh_summaries()
         self.audit.record("forget", to_iso(at), memory_id=memory_id, requested_by=requester)
         return {"memory_id": memory_id, "state": "deleted", "deleted_at": to_iso(at)}
 
@@ -203,31 +209,42 @@ class Requests:
         if not isinstance(match, str):
             raise InvalidInput("match", "must be a string: the identifier to purge")
         pattern = identifier_pattern(match)
-        ids, contents = (self.graph.within(scope) if scope is not None else self.graph).contents_in_scope()
-        found = [(i, c) for i, c in zip(ids, contents) if c and holds(c, pattern)]
-        answer = {"dry_run": dry_run, "erase": erase, "matched": len(found),
-                  "memory_ids": sorted(i for i, _ in found)[:LISTED]}
+        ids, contents, summaries = (self.graph.within(scope) if scope is not None else self.graph).contents_in_scope()
+        found = [(i, bool(s)) for i, c, s in zip(ids, contents, summaries) if c and holds(c, pattern)]
+        # An active summary quoting the identifier is rebuilt once its members holding it are gone (and deleted
+        # only if its text still holds it then); any other memory holding it is deleted.
+        deleting = sorted(i for i, summary in found if not summary)
+        quoting = sorted(i for i, summary in found if summary)
+        answer = {"dry_run": dry_run, "erase": erase, "matched": len(deleting), "memory_ids": deleting[:LISTED],
+                  "summaries_quoting": len(quoting)}
         if dry_run:
             return answer
         record_id = str(uuid.uuid4())
         record = self.records.begin({"id": record_id, "key": _key(PURGE, record_id), "kind": PURGE,
                                      "memory_id": None, "requester": requester, "at": to_iso(self.clock()),
-                                     # The identifier waits here only while the erase is under way.
-                                     "plan": {"ids": [i for i, _ in found], "erase": erase,
-                                              "match": match if erase else None}})
+                                     # The identifier waits here only while the purge is under way.
+                                     "plan": {"ids": deleting, "summaries": quoting, "erase": erase,
+                                              "match": match}})
         return self._finish_purge(record)
 
     def _finish_purge(self, record: dict[str, Any]) -> dict[str, Any]:
         plan, at = record["plan"], self.clock()
+        pattern = identifier_pattern(plan["match"])
         present = self.graph.existing_ids(plan["ids"])
         self.lifecycle.delete({i: "purged on request" for i in plan["ids"] if i in present}, at)
+        self.refresh_summaries()
+        still = sorted(i for i, text in self.graph.memory_contents(plan.get("summaries", [])).items()
+                       if holds(text, pattern))
+        self.lifecycle.delete({i: "purged on request: the summary still quoted it" for i in still}, at)
+        gone = plan["ids"] + still
         if plan["erase"]:
-            self._erase(plan["ids"], identifier_pattern(plan["match"]))
+            self._erase(gone, pattern)
         answer = {"dry_run": False, "erase": plan["erase"], "matched": len(plan["ids"]),
-                  "memory_ids": sorted(plan["ids"])[:LISTED], "deleted": len(plan["ids"])}
+                  "memory_ids": plan["ids"][:LISTED], "summaries_quoting": len(plan.get("summaries", [])),
+                  "summaries_deleted": len(still), "deleted": len(gone)}
         self.records.settle(record["id"], "done", {"answer": answer, "plan": {**plan, "match": None},
                                                    "done_at": to_iso(at)})
-        self.audit.record(PURGE, to_iso(at), requested_by=record["requester"], memories=len(plan["ids"]),
+        self.audit.record(PURGE, to_iso(at), requested_by=record["requester"], memories=len(gone),
                           erase=plan["erase"])
         if plan["erase"]:
             self.graph.falkor.rewrite_files()  # what the graph no longer holds leaves its files too

@@ -57,9 +57,16 @@ DELETE_TOUCHING_NEIGHBOURS = ("OPTIONAL MATCH (m)--(x) WITH change, m, collect(i
                               "WITH change, collect(neighbours) AS lists "
                               + touched("reduce(acc = [], part IN lists | acc + part)"))
 
+# A summary one of whose members leaves (superseded, merged, archived, deleted) is rebuilt from the members still
+# current. The mark is set before the member leaves: a crash in between leaves a rebuild to do (harmless when the
+# member stayed), never a summary that still quotes a memory no longer current.
+MEMBERS_LEFT = "members_left"
+MARK_SUMMARIES = ("UNWIND $rows AS id MATCH (:Memory {id: id})<-[:SUMMARIZES]-(p:MetaPattern) "
+                  f"SET p.{MEMBERS_LEFT} = true")
+
 # What the service keeps on a memory node for itself (its change number, and the fact terms dedup stores so an
 # incremental run finds memories by term): not the memory's fields, so reads of a memory leave them out.
-BOOKKEEPING = frozenset({CHANGE, "fact_terms", "fact_anchors", "fact_least", "fact_stamp"})
+BOOKKEEPING = frozenset({CHANGE, "fact_terms", "fact_anchors", "fact_least", "fact_stamp", MEMBERS_LEFT})
 
 
 def without_bookkeeping(properties: dict) -> dict:

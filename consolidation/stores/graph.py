@@ -15,8 +15,8 @@ from ..hygiene.terms import TERMS_VERSION, text_terms
 from ..scopes import Scoping
 from ..scoring import CANDIDATE_RELEVANCE
 from ..timeutil import epoch_seconds
-from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, NEXT_CHANGE, STAMP, TOUCH, changed_after, ids_of, touched,
-                      without_bookkeeping)
+from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBERS_LEFT, NEXT_CHANGE, STAMP, TOUCH,
+                      changed_after, ids_of, touched, without_bookkeeping)
 from .control import control_node
 from .falkor import Falkor, booleans, chunked, floats
 
@@ -29,6 +29,8 @@ RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 # EVOLVED_INTO that mirrors it for AutoMem's recall. Leaving the mirror out costs typed degrees, +45 % per scan.
 DEGREE = "indegree(m) + outdegree(m)"
 SUPERSEDED = "m.superseded_by IS NOT NULL"
+# A memory a summary may speak for: active, and neither merged away nor superseded.
+CURRENT = f"{ACTIVE} AND m.merged_into IS NULL AND m.superseded_by IS NULL"
 # Undoing a supersession clears the validity end AutoMem's recall reads, if we set it (a client's own stays).
 OUR_T_INVALID_UNDONE = ("o.t_invalid = CASE WHEN o.t_invalid_set_by = 'consolidation' THEN null ELSE o.t_invalid END, "
                         "o.t_invalid_set_by = null")
@@ -367,7 +369,7 @@ class GraphStore:
         the same vectors) and whether each is a candidate clustering groups (relevance above `min_relevance`)."""
         columns = self.falkor.scan_memories(
             f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
-            f"m.id, {self.scoping.key_expression()}, {RELEVANCE} > $min",
+            f"m.id, {self.scoping.key_expression()}, {RELEVANCE} > $min AND m.superseded_by IS NULL",
             {"min": min_relevance, **self.scoping.params()})
         if not columns:
             return [], [], np.zeros(0, dtype=bool)
@@ -376,7 +378,7 @@ class GraphStore:
     def cluster_listing(self, min_relevance: float) -> Listing:
         """The candidates clustering groups, with scope keys and change numbers (for an incremental run)."""
         columns = self.falkor.scan_memories(
-            f"{RELEVANCE} > $min AND {ACTIVE_MEMORY} AND {self.scoping.where()}",
+            f"{RELEVANCE} > $min AND {ACTIVE_MEMORY} AND m.superseded_by IS NULL AND {self.scoping.where()}",
             f"m.id, {self.scoping.key_expression()}, m.{CHANGE}", {"min": min_relevance, **self.scoping.params()})
         if not columns:
             return Listing([], [], np.zeros(0))
@@ -439,6 +441,19 @@ class GraphStore:
             [list(pair) for pair in added],
         )
 
+    def summaries_members_left(self) -> list[tuple[str, frozenset[str], frozenset[str]]]:
+        """(id, every member, the members still current) of each active MetaPattern a member of which left."""
+        rows = self.falkor.records(
+            f"MATCH (p:MetaPattern) WHERE p.{MEMBERS_LEFT} = true AND coalesce(p.archived, false) = false "
+            f"AND {self.scoping.where('p')} OPTIONAL MATCH (p)-[:SUMMARIZES]->(m:Memory) "
+            f"RETURN p.id, collect(m.id), collect(CASE WHEN {CURRENT} THEN m.id END)",
+            self.scoping.params(), read_only=True)
+        return [(row[0], frozenset(row[1]), frozenset(row[2])) for row in rows]
+
+    def summaries_rebuilt(self, ids: Sequence[str]) -> None:
+        self.falkor.write_chunks(f"UNWIND $rows AS id MATCH (p:MetaPattern {{id: id}}) SET p.{MEMBERS_LEFT} = null",
+                                 list(ids))
+
     def retire_meta_patterns(self, ids: Sequence[str], retired_at: str) -> None:
         """A MetaPattern whose cluster dissolved is archived and stops summarizing anything."""
         self.falkor.write_chunks(
@@ -474,6 +489,7 @@ class GraphStore:
     def archive(self, ids: Sequence[str], archived_at: str, reasons: Mapping[str, str] | None = None) -> None:
         """Archive these memories, each with the reason it was archived for (when given)."""
         reasons = reasons or {}
+        self.falkor.write_chunks(MARK_SUMMARIES, list(ids))
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (m:Memory {id: row[0]}) SET m.archived = true, "
             f"m.archived_at = $at, m.archived_reason = row[1], {STAMP}",
@@ -510,11 +526,13 @@ class GraphStore:
             f"THEN coalesce(m.access_count, 0) + 1 ELSE m.access_count END, {STAMP}",
             {"id": memory_id, "at": at, "until": until, "most": most_uses})
 
-    def contents_in_scope(self) -> tuple[list[str], list[str]]:
-        """Every memory's id and text in the scope (summaries, archived and merged ones too)."""
-        columns = self.falkor.scan_memories(self.scoping.where(), "m.id, coalesce(m.content, '')",
-                                            self.scoping.params())
-        return (list(columns[0]), list(columns[1])) if columns else ([], [])
+    def contents_in_scope(self) -> tuple[list[str], list[str], np.ndarray]:
+        """Every memory's id and text in the scope (summaries, archived and merged ones too), and whether each
+        is an active summary (one that a rebuild rewrites from its members)."""
+        columns = self.falkor.scan_memories(
+            self.scoping.where(), f"m.id, coalesce(m.content, ''), {ACTIVE} AND NOT ({NOT_SUMMARY})",
+            self.scoping.params())
+        return (list(columns[0]), list(columns[1]), booleans(columns[2])) if columns else ([], [], np.zeros(0, bool))
 
     def erase_in_reports(self, rewrite) -> int:
         """Rewrite the run records' text fields with `rewrite` (text -> new text, or None to leave it); returns

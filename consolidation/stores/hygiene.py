@@ -18,7 +18,7 @@ import numpy as np
 
 from ..memory import BUILT_IN_EMBEDDER, EMBEDDED_BY
 from ..scopes import Scoping
-from .changes import CHANGE, NEXT_CHANGE, changed_after, ids_of, touched
+from .changes import CHANGE, MARK_SUMMARIES, NEXT_CHANGE, changed_after, ids_of, touched
 from .falkor import Falkor, booleans, chunked, floats
 from .graph import ACTIVE_MEMORY, DEGREE, Listing
 from .tombstones import edge_groups, restore_edges, snapshot
@@ -270,6 +270,7 @@ class HygieneStore:
     def _apply(self, records: list[dict[str, Any]]) -> None:
         if not records:
             return
+        self.falkor.write_chunks(MARK_SUMMARIES, [r["duplicate_id"] for r in records])
         self._repoint_edges(records)
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (d:Memory {id: row.duplicate_id}), "
@@ -417,6 +418,7 @@ class HygieneStore:
         """SUPERSEDES newer -> older; the older (and whatever was merged into it) gets superseded_by. Beside it,
         what AutoMem's current-state recall reads: (older)-[:EVOLVED_INTO]->(newer), and the older memory invalid
         from the newer one's time (t_invalid, unless a client set one), so AutoMem recalls the newer instead."""
+        self.falkor.write_chunks(MARK_SUMMARIES, [row["older"] for row in rows])
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (n:Memory {id: row.newer}), (o:Memory {id: row.older}) "
             "MERGE (n)-[r:SUPERSEDES]->(o) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "

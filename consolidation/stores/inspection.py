@@ -20,6 +20,9 @@ RESTORABLE = {
     "archived": "m.archived = true AND m.merged_into IS NULL",
     "merged": "m.archived = true AND m.merged_into IS NOT NULL",
 }
+# The state of the memory bound to `o`, in the lifecycle's words (a deleted one has no node to reach).
+OTHER_STATE = ("CASE WHEN o.merged_into IS NOT NULL THEN 'merged' WHEN coalesce(o.archived, false) THEN 'archived' "
+               "ELSE 'active' END")
 
 
 @dataclass(frozen=True)
@@ -153,12 +156,13 @@ class InspectionStore:
 
     def edges_of(self, memory_id: str, limit: int = 200) -> list[dict[str, Any]]:
         """The memory's edges to other memories (clusters' MetaPatterns among them), with their kind and the
-        other memory's text."""
+        other memory's text and state (whether it is still current: a stale end shows as such)."""
         rows = self.falkor.records(
             "MATCH (m:Memory {id: $id})-[r]-(o:Memory) RETURN type(r), id(startNode(r)) = id(m), o.id, o.type, "
-            "left(o.content, $chars), r.kind, r.confidence, r.reason LIMIT $limit",
+            f"left(o.content, $chars), r.kind, r.confidence, r.reason, {OTHER_STATE}, o.superseded_by LIMIT $limit",
             {"id": memory_id, "chars": PREVIEW_CHARS, "limit": limit}, read_only=True)
-        names = ("relation", "outgoing", "other_id", "other_type", "other_content", "kind", "confidence", "reason")
+        names = ("relation", "outgoing", "other_id", "other_type", "other_content", "kind", "confidence", "reason",
+                 "other_state", "other_superseded_by")
         return [{**dict(zip(names, row)), "outgoing": row[1] is True or row[1] == "true"} for row in rows]
 
     def events_of(self, memory_id: str) -> list[dict[str, Any]]:

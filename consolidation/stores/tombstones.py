@@ -8,7 +8,8 @@ from collections import defaultdict
 from collections.abc import Collection, Sequence
 from typing import Any
 
-from .changes import CHANGE, DELETE_TOUCHING_NEIGHBOURS, NEXT_CHANGE, STAMP, changed_after, ids_of, touched
+from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, NEXT_CHANGE, STAMP, changed_after, ids_of,
+                      touched)
 from .falkor import Falkor
 
 SNAPSHOT_CHUNK = 500
@@ -33,6 +34,7 @@ class TombstoneStore:
     def finish(self, memory_ids: Sequence[str]) -> None:
         """In one atomic query per chunk: pending tombstones become 'deleted' and their nodes are detached and deleted.
         The tombstone carries the change number: a deletion is a change dedup looks at (deleted_since)."""
+        self.falkor.write_chunks(MARK_SUMMARIES, list(memory_ids), chunk=500)
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS mid MATCH (t:Tombstone {memory_id: mid}) WHERE t.state = 'pending' "
             f"SET t.state = 'deleted', t.{CHANGE} = change "

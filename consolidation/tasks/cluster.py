@@ -69,6 +69,27 @@ def settle(ctx: TaskContext, dry_run: bool, ids: list[str], unit: np.ndarray, gr
     }
 
 
+def refresh(ctx: TaskContext) -> int:
+    """Rebuild each summary a member of which left (superseded, merged away, archived, deleted) from its members
+    still current, never from its earlier text; one left with fewer than the minimum size is retired. Returns
+    how many summaries were rebuilt or retired."""
+    stale = ctx.graph.summaries_members_left()
+    if not stale:
+        return 0
+    ids, matrix = ctx.vectors.vectors(sorted({m for _, _, current in stale for m in current}))
+    row = {memory_id: r for r, memory_id in enumerate(ids)}
+    changed, retired = [], []
+    for pattern_id, members, current in stale:
+        remaining = sorted(m for m in current if m in row)
+        if len(remaining) < ctx.settings.consolidation_cluster_min_size:
+            retired.append(pattern_id)
+        else:
+            match = ClusterMatch(frozenset(remaining), pattern_id, members)
+            changed.append((match, np.array([row[m] for m in remaining], dtype=np.int64)))
+    _write(ctx, _patterns(ctx, changed, normalized(matrix), ids), retired)
+    return len(stale)
+
+
 def _patterns(ctx: TaskContext, changed: list[tuple[ClusterMatch, np.ndarray]], unit: np.ndarray,
               ids: list[str]) -> list[dict[str, Any]]:
     """The MetaPatterns to write for new or changed clusters, with two batched reads for all of them: the
@@ -136,6 +157,8 @@ def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str])
     if retired:
         ctx.graph.retire_meta_patterns(retired, to_iso(ctx.now))
         ctx.vectors.set_archived(retired, True)
+    # Each summary written or retired was built from current members: no rebuild left to do for it.
+    ctx.graph.summaries_rebuilt([p["id"] for p in patterns] + list(retired))
 
 
 def _member(memory_id: str, detail: dict[str, Any], content: str, centrality: float) -> ClusterMember:

@@ -43,19 +43,30 @@ export function get(path, query) {
   return call("GET", path + search);
 }
 
-export function post(path, body) {
-  return call("POST", path, body ?? {});
+/** `headers`: a few more of the route's own (Idempotency-Key); the token and graph are always sent. */
+export function post(path, body, headers = {}) {
+  return call("POST", path, body ?? {}, headers);
 }
 
-async function call(method, path, body) {
+export function remove(path) {
+  return call("DELETE", path);
+}
+
+async function call(method, path, body, extraHeaders = {}) {
   if (token === null) throw new ApiError(401, { detail: "not signed in" });
-  const headers = { Authorization: `Bearer ${token}`, Accept: "application/json" };
+  const headers = { ...extraHeaders, Authorization: `Bearer ${token}`, Accept: "application/json" };
   if (graph !== null) headers["X-Graph"] = graph;
   if (body !== undefined) headers["Content-Type"] = "application/json";
-  const response = await fetch(root + path, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-    cache: "no-store", credentials: "omit", redirect: "error",
-  });
+  let response;
+  try {
+    response = await fetch(root + path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store", credentials: "omit", redirect: "error",
+    });
+  } catch {
+    // The browser's own failure text says nothing useful ("Failed to fetch"): say what happened in our words.
+    throw new ApiError(0, { error: "unreachable", detail: "the service did not answer (is it running?)" });
+  }
   let data = null;
   try {
     data = await response.json();

@@ -3,7 +3,9 @@
 import { ApiError, get, setGraph, signIn, signOut, signedIn } from "./api.js";
 import { notify, show } from "./dom.js";
 import * as memories from "./memories.js";
+import * as recall from "./recall.js";
 import * as runs from "./runs.js";
+import * as updates from "./updates.js";
 
 const $ = (id) => document.getElementById(id);
 const STATUS_EVERY_MS = 2000;
@@ -15,6 +17,8 @@ runs.setUp((run) => {
   refreshAll();
 });
 memories.setUp(() => refreshAll());
+recall.setUp((memoryId) => memories.revealMemory(memoryId));
+updates.setUp(() => refreshAll());
 
 $("sign-in-form").addEventListener("submit", async (event) => {
   event.preventDefault();

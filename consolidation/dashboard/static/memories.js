@@ -1,10 +1,12 @@
-// Memories: the relevance histogram, clusters, merges, supersessions, graph vs Qdrant drift, and the archived,
-// merged and deleted memories with their restore buttons.
+// Memories: the relevance histogram, clusters, merges, supersessions, graph vs Qdrant drift, the archived,
+// merged and deleted memories with their restore buttons, and one memory opened (its Supersede and Forget
+// buttons come from updates.js).
 
 import { get, post } from "./api.js";
 import { bucketLabel, drawRelevance } from "./charts.js";
 import { el, fillFacts, fillRows, memoryCell, notify, shortId, when } from "./dom.js";
 import { Pager } from "./pager.js";
+import { showActions } from "./updates.js";
 
 const $ = (id) => document.getElementById(id);
 const pagerFor = (name) => document.querySelector(`.pager[data-for="${name}"]`);
@@ -57,6 +59,13 @@ async function lookUp(query) {
   }
 }
 
+/** Open a memory from elsewhere on the page (a recalled one): its id in the lookup field, its view on screen. */
+export async function revealMemory(memoryId) {
+  $("lookup-id").value = memoryId;
+  await openMemory(memoryId);
+  $("lookup-form").scrollIntoView({ block: "start" });
+}
+
 /** One memory opened: its state (active, archived or merged, with held_until after a restore; deleted: the
  *  410's when, why and until when it can be restored), its edges and its history by run. */
 async function openMemory(memoryId) {
@@ -81,6 +90,7 @@ async function openMemory(memoryId) {
     return;
   }
   facts.hidden = false;
+  showActions(memoryId, detail.memory, () => openMemory(memoryId));
   fillRows($("edges-table"), detail.edges, (edge) => [
     `${edge.outgoing ? "→" : "←"} ${edge.relation}`, memoryCell(edge.other_id, edge.other_content),
     [edge.kind, edge.reason].filter(Boolean).join(": "),
