@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import re
 import unicodedata
+from typing import Any
 
 from .errors import InvalidInput
+from .hygiene.facts import IDENTIFIER_PARTS, JOINER
 
 MAX_IDENTIFIER_CHARS = 256
 # Characters that continue an identifier: "dana@x.io" inside "adana@x.io" or "dana@x.io.uk" is part of a
@@ -29,8 +32,9 @@ def identifier_pattern(identifier: str) -> re.Pattern[str]:
         raise InvalidInput("match", f"must be at most {MAX_IDENTIFIER_CHARS} characters")
     if not any(c.isalnum() for c in value):
         raise InvalidInput("match", "must contain a letter or a digit")
-    # Spaces inside a name match any run of whitespace ("Dana  Smith" is "Dana Smith").
-    body = r"\s+".join(re.escape(part) for part in value.split())
+    # Spaces inside a name match any run of whitespace ("Dana  Smith" is "Dana Smith"); an address's separators
+    # match the letter dedup's reasons join its parts with too ("danaˍxˍio"), so an erase finds it there.
+    body = r"\s+".join(_spelled(part) for part in value.split())
     return re.compile(_BEFORE + body + _AFTER)
 
 
@@ -43,3 +47,35 @@ def redacted(text: str, pattern: re.Pattern[str], mark: str = "[erased]") -> str
     whole text normalised (case folded) to find it."""
     as_written = re.compile(pattern.pattern, re.IGNORECASE).sub(mark, text)
     return as_written if not holds(as_written, pattern) else pattern.sub(mark, normalised(text))
+
+
+def _spelled(part: str) -> str:
+    return "".join(f"(?:{re.escape(c)}|{JOINER})" if IDENTIFIER_PARTS.fullmatch(c) else re.escape(c) for c in part)
+
+
+def scrubbed(value: Any, pattern: re.Pattern[str]) -> Any:
+    """A stored value with the identifier redacted wherever it stands: in a string, in the strings of a list,
+    and inside JSON kept as a string (where a non-ASCII identifier is written escaped); the value itself when
+    nothing holds it."""
+    if isinstance(value, list):
+        scrubbed_items = [scrubbed(item, pattern) for item in value]
+        return scrubbed_items if any(a is not b for a, b in zip(scrubbed_items, value)) else value
+    if not isinstance(value, str):
+        return value
+    if value[:1] in ("{", "[") and value[-1:] in ("}", "]"):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, (dict, list)):
+            cleaned = _scrubbed_json(decoded, pattern)
+            return value if cleaned == decoded else json.dumps(cleaned)
+    return redacted(value, pattern) if holds(value, pattern) else value
+
+
+def _scrubbed_json(value: Any, pattern: re.Pattern[str]) -> Any:
+    if isinstance(value, dict):
+        return {key: _scrubbed_json(item, pattern) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed_json(item, pattern) for item in value]
+    return scrubbed(value, pattern) if isinstance(value, str) else value

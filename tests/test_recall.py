@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from consolidation.hygiene.compound import facts_of, survivors
 from consolidation.identifiers import holds, identifier_pattern
 
-from conftest import add_memory, axis, vector_at
+from conftest import add_memory, axis, days_ago, vector_at
 from tests.test_cluster import patterns
 
 
@@ -162,6 +163,9 @@ def test_purge_lists_then_deletes_and_erase_leaves_no_trace(client, auth, servic
     assert not services.stores.graph.existing_ids(holding)
     assert services.stores.graph.existing_ids(look_alikes) == set(look_alikes)
     assert client.post(f"/memory/{holding[0]}/restore", headers=auth).status_code in (404, 409)
+    erased = client.get(f"/memory/{holding[0]}", headers=auth)
+    assert erased.status_code == 410 and erased.get_json()["deletion"] == "erased"
+    assert "dana" not in erased.get_data(as_text=True).lower()
     services.close()  # flush every store to its files
     needle = b"dana@x.io"
     for path in Path(settings.data_dir).rglob("*"):
@@ -255,3 +259,60 @@ def test_the_detail_view_marks_the_state_of_the_memory_at_each_edges_other_end(c
     assert all(e["other_superseded_by"] == newer and e["other_state"] == "active" for e in to_old)
     back = client.get(f"/memories/{old}/detail", headers=auth).get_json()["edges"]
     assert {(e["other_id"], e["other_superseded_by"]) for e in back} == {(newer, None)}
+
+
+def _readable(value) -> str:
+    """A stored value as text a reader sees: JSON kept in a string decoded (escaped letters as letters)."""
+    try:
+        return json.dumps(json.loads(value), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _files_holding(folder, needle: bytes, allowed=()) -> list[str]:
+    found = []
+    for path in Path(folder).rglob("*"):
+        if path.is_file():
+            data = path.read_bytes().lower()
+            for look_alike in allowed:
+                data = data.replace(look_alike, b"")
+            if needle in data:
+                found.append(str(path))
+    return found
+
+
+def test_erase_reaches_every_record_runs_and_requests_left(client, auth, services, settings):
+    # A run's supersession and merge, whose report, merge record and edge reasons quote the identifier.
+    older = add_memory(services, vector=vector_at(0.9, axis(0), axis(1)), content="The support address is dana@x.io.",
+                       timestamp=days_ago(3))
+    newer = add_memory(services, vector=vector_at(0.9, axis(0), axis(2)),
+                       content="The support address is now help@x.io.", timestamp=days_ago(1))
+    twins = [add_memory(services, vector=axis(5), content="Escalate to dana@x.io when late.", timestamp=days_ago(2))
+             for _ in range(2)]
+    report = services.engine.run(["dedup"], full=True)["results"]["dedup"]
+    # The report quotes it (in the merge reason, as dedup spells an address's terms): something to reach.
+    assert holds(str(report), identifier_pattern("dana@x.io")), report
+    assert services.stores.graph.get_memory(older).get("superseded_by") == newer
+    # A tombstone of a memory that stays deleted, whose edges' reasons quote it.
+    assert client.delete(f"/memory/{newer}", headers=auth).status_code == 200
+    # A request's plan holding it: a supersede whose new memory names it.
+    other = _post(client, auth, "Billing owner is Sam.", axis(7))
+    assert client.post(f"/memory/{other}/supersede", headers=auth, json={
+        "content": "Billing owner is dana@x.io.", "embedding": [float(x) for x in axis(8)]}).status_code == 200
+    keep = _post(client, auth, "Backup contact adana@x.io", axis(9))
+    done = client.post("/memories/purge", headers=auth, json={"match": "dana@x.io", "dry_run": False,
+                                                               "erase": True}).get_json()
+    assert done["deleted"] == 4 - 1 + 1  # older, the canonical twin (its duplicate leaves with it), the request's
+    assert services.stores.graph.existing_ids([keep, other]) == {keep, other}
+    assert not services.stores.graph.existing_ids([older, *twins])
+    # The graph's files compress long strings, so a search of them alone would miss a report still quoting it:
+    # every property of every node and edge is read back too.
+    pattern = identifier_pattern("dana@x.io")
+    falkor = services.stores.graph.falkor
+    kept = [row for row in falkor.records("MATCH (n) RETURN labels(n), properties(n)")
+            + falkor.records("MATCH ()-[r]->() RETURN type(r), properties(r)")
+            if any(holds(_readable(value), pattern) for value in dict(row[1]).values())]
+    assert kept == []
+    services.close()
+    assert _files_holding(settings.data_dir, b"dana@x.io", allowed=(b"adana@x.io",)) == []
+    assert _files_holding(settings.data_dir, "danaˍxˍio".encode()) == []

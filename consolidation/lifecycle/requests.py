@@ -16,7 +16,7 @@ import numpy as np
 from ..embedding import Embedder
 from ..errors import Conflict, InvalidInput, NotFound
 from ..hygiene.compound import survivors
-from ..identifiers import holds, identifier_pattern, redacted
+from ..identifiers import holds, identifier_pattern, scrubbed
 from ..memory import BUILT_IN_EMBEDDER, EMBEDDED_BY, parse_uuid
 from ..stores.audit import AuditLog
 from ..stores.requests import RequestRecords
@@ -238,7 +238,7 @@ class Requests:
         self.lifecycle.delete({i: "purged on request: the summary still quoted it" for i in still}, at)
         gone = plan["ids"] + still
         if plan["erase"]:
-            self._erase(gone, pattern)
+            self._erase(gone, pattern, record["id"])
         answer = {"dry_run": False, "erase": plan["erase"], "matched": len(plan["ids"]),
                   "memory_ids": plan["ids"][:LISTED], "summaries_quoting": len(plan.get("summaries", [])),
                   "summaries_deleted": len(still), "deleted": len(gone)}
@@ -250,11 +250,13 @@ class Requests:
             self.graph.falkor.rewrite_files()  # what the graph no longer holds leaves its files too
         return answer
 
-    def _erase(self, ids: list[str], pattern) -> None:
-        """The text of these memories out of their tombstones, merge records and run reports."""
+    def _erase(self, ids: list[str], pattern, record_id: str) -> None:
+        """The text of these memories out of their tombstones and merge records, and the identifier out of every
+        other record the service keeps (run reports, other tombstones' edges, request plans, entities)."""
         self.lifecycle.tombstones.erase(ids)
         self.lifecycle.hygiene.erase_records(ids)
-        self.graph.erase_in_reports(lambda text: redacted(text, pattern) if holds(text, pattern) else None)
+        # This request's own record keeps the identifier until it is settled (a crash before: erased again).
+        self.graph.scrub_records(lambda value: scrubbed(value, pattern), keep=record_id)
 
     # --- after a crash -------------------------------------------------------------------------------------
 

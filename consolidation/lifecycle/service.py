@@ -166,6 +166,10 @@ class Lifecycle:
                     "superseded_by": memory.get("superseded_by"), "held_until": memory.get("held_until")}
         tombstone = self.tombstones.latest(memory_id)
         if tombstone is None:
+            erased_at = self.tombstones.erased_at(memory_id)
+            if erased_at is not None:
+                raise Gone(f"memory {memory_id} was erased on request at {erased_at}: nothing of it is kept, and it "
+                           "cannot be restored", state=DELETED, deleted_at=erased_at, deletion="erased")
             raise NotFound(f"memory {memory_id} does not exist")
         deleted_at = tombstone["deleted_at"]
         raise Gone(f"memory {memory_id} was deleted at {deleted_at}; POST /memory/{memory_id}/restore brings it "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,7 @@ OUR_T_INVALID_UNDONE = ("o.t_invalid = CASE WHEN o.t_invalid_set_by = 'consolida
 SCORING_COLUMNS = (f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
                    f"{DEGREE}, {SUPERSEDED}")
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
+SCRUB_PAGE = 2000  # records read at once when an erase rewrites them
 # What an incremental decay or forget reads besides the memories due and touched: the condition, the Lookup field
 # bound to it (as the parameter of that name), and whether an index serves it (else a scan of every memory that
 # returns only the matches: 0.3-0.5 s at a million; an index on last_accessed would make every use an index write).
@@ -534,18 +535,29 @@ class GraphStore:
             self.scoping.params())
         return (list(columns[0]), list(columns[1]), booleans(columns[2])) if columns else ([], [], np.zeros(0, bool))
 
-    def erase_in_reports(self, rewrite) -> int:
-        """Rewrite the run records' text fields with `rewrite` (text -> new text, or None to leave it); returns
-        how many records changed."""
-        rows = self.falkor.records("MATCH (r:ConsolidationRun) RETURN r.id, properties(r)", read_only=True)
+    def scrub_records(self, rewrite: Callable[[Any], Any], keep: str | None = None) -> int:
+        """Rewrite every property of the service's own records (every node but memories: run reports, tombstones,
+        merge and request records, audit entries, entities, verdicts) with `rewrite` (value -> the value, or a new
+        one), a page of nodes at a time, except the record whose id is `keep`; returns how many nodes changed."""
+        labels = [row[0] for row in self.falkor.records("CALL db.labels()", read_only=True)]
         changed = 0
-        for run_id, props in rows:
-            fields = {k: v for k, v in ((k, rewrite(v)) for k, v in dict(props).items() if isinstance(v, str))
-                      if v is not None}
-            if fields:
-                self.falkor.execute("MATCH (r:ConsolidationRun {id: $id}) SET r += $fields",
-                                    {"id": run_id, "fields": fields})
-                changed += 1
+        for label in sorted(set(labels) - {"Memory", "MetaPattern", TOUCH}):
+            after = -1
+            while True:
+                rows = self.falkor.records(
+                    f"MATCH (n:`{label}`) WHERE id(n) > $after AND NOT n:Memory RETURN id(n), properties(n) "
+                    "ORDER BY id(n) LIMIT $page", {"after": after, "page": SCRUB_PAGE}, read_only=True)
+                for node, props in rows:
+                    if keep is not None and dict(props).get("id") == keep:
+                        continue
+                    fields = {k: new for k, old in dict(props).items() if (new := rewrite(old)) is not old}
+                    if fields:
+                        self.falkor.execute("MATCH (n) WHERE id(n) = $node SET n += $fields",
+                                            {"node": node, "fields": fields})
+                        changed += 1
+                if len(rows) < SCRUB_PAGE:
+                    break
+                after = rows[-1][0]
         return changed
 
     def unsupersede(self, newer: str, older: str) -> None:

@@ -114,6 +114,13 @@ class TombstoneStore:
             {"id": memory_id}, read_only=True)
         return dict(zip(("state", "reason", "deleted_at"), rows[0])) if rows else None
 
+    def erased_at(self, memory_id: str) -> str | None:
+        """When this memory was erased on request (its tombstone keeps only that), or None."""
+        rows = self.falkor.records("MATCH (t:Tombstone {memory_id: $id}) WHERE t.state = 'erased' "
+                                   "RETURN t.deleted_at ORDER BY t.deleted_epoch DESC LIMIT 1", {"id": memory_id},
+                                   read_only=True)
+        return rows[0][0] if rows else None
+
     def restore_node(self, properties: dict[str, Any], labels: Sequence[str], edges: Sequence[dict[str, Any]]
                      ) -> int:
         """Recreate the node with these properties and every edge whose other end still exists; idempotent.
