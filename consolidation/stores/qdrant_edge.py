@@ -12,24 +12,29 @@ import numpy as np
 import qdrant_edge as qe
 
 from ..errors import StoreMismatch, StoreUnavailable
+from ..similarity import normalized
 from .falkor import chunked
 from .vector_cache import VectorCache
+from .vector_index import IndexSizes, VectorIndex
 from .vectors import INDEXED_FIELDS, UPSERT_CHUNK, Hit, SearchFilter, VectorPoint, archive_marks, as_matrix, in_order
 
 log = logging.getLogger(__name__)
 SCROLL_PAGE = 10000
 # Reading more vectors than this at once builds the in-memory copy instead of converting Edge's lists.
 BULK_READ = 2000
+# Payloads read back at once when the store opens, for the recall index (under the lock: writes wait that long).
+REGISTER_PAGE = 1000
 
 
 class EdgeVectorStore:
     """A Qdrant Edge shard opened by this process alone (Edge refuses a second process on the same folder).
 
     It keeps an exact in-memory copy of the vectors (VectorCache) for bulk reads, since converting Edge's
-    results to numpy is the slow part of reading many vectors.
+    results to numpy is the slow part of reading many vectors, and an approximate index over that copy for
+    recall (VectorIndex, built in the background; Edge's exact search answers until it is built).
     """
 
-    def __init__(self, directory: Path, vector_size: int):
+    def __init__(self, directory: Path, vector_size: int, index_sizes: IndexSizes = IndexSizes()):
         self.vector_size = vector_size
         self.directory = directory
         self._cache_file = directory.parent / f"{directory.name}.vectors.npz"
@@ -42,15 +47,19 @@ class EdgeVectorStore:
             self._cache: VectorCache | None = VectorCache(vector_size)
         else:
             self._cache = VectorCache.load_once(self._cache_file, vector_size, self.count())
+        self.index = VectorIndex(self._cached_vectors, self._lock, index_sizes)
+        self.index.start(self._register_points)
 
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         for part in chunked(points, UPSERT_CHUNK):
             matrix = np.asarray([p.vector for p in part], dtype=np.float32)
             batch = [qe.Point(p.id, row.tolist(), p.payload) for p, row in zip(part, matrix)]
+            ids = [p.id for p in part]
             with self._lock:
                 self._update(qe.UpdateOperation.upsert_points(batch))
                 if self._cache is not None:
-                    self._cache.put([p.id for p in part], matrix)
+                    self._cache.put(ids, matrix)
+                self.index.put(ids, normalized(matrix), [p.payload for p in part])
 
     def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         if self._cache is None and len(ids) > BULK_READ:
@@ -86,6 +95,16 @@ class EdgeVectorStore:
         self._set_marks(ids, {"scope": scope})
 
     def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+        self.ping()
+        found = self.index.search(normalized(np.asarray(vector, np.float32)[None, :])[0], limit, where)
+        if found is None:
+            return self._exact_search(vector, limit, where)
+        payloads = self.payloads([memory_id for memory_id, _ in found])
+        # A point deleted since it was found has no payload any more: it is left out, as a later search would.
+        return [Hit(memory_id, similarity, payloads[memory_id]) for memory_id, similarity in found
+                if memory_id in payloads]
+
+    def _exact_search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
         request = qe.SearchRequest(query=qe.Query.Nearest(np.asarray(vector, np.float32).tolist()), limit=limit,
                                    filter=_edge_filter(where), with_payload=True, with_vector=False)
         with self._lock:
@@ -106,7 +125,9 @@ class EdgeVectorStore:
         present = self._present(ids)
         keep = [memory_id for memory_id in ids if memory_id in present]
         if keep:
-            self._update(qe.UpdateOperation.set_payload(keep, marks))
+            with self._lock:
+                self._update(qe.UpdateOperation.set_payload(keep, marks))
+                self.index.mark(keep, marks)
 
     def delete(self, ids: Sequence[str]) -> None:
         for part in chunked(list(ids), UPSERT_CHUNK * 4):
@@ -114,6 +135,7 @@ class EdgeVectorStore:
                 self._update(qe.UpdateOperation.delete_points(list(part)))
                 if self._cache is not None:
                     self._cache.drop(part)
+                self.index.drop(part)
 
     def count(self) -> int:
         # The in-memory copy is exact (every write updates both under the lock): counting it never waits for
@@ -135,6 +157,7 @@ class EdgeVectorStore:
             raise StoreUnavailable("vectors", "the embedded Qdrant is closed")
 
     def close(self) -> None:
+        self.index.stop()  # before the lock: a build takes it to read
         with self._lock:
             if self._shard is None:
                 return
@@ -143,6 +166,30 @@ class EdgeVectorStore:
             self._shard = None
             if self._cache is not None:
                 self._cache.save(self._cache_file)
+
+    def _cached_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """The unit vectors of these ids from the in-memory copy (the index reads them under the lock), a piece at
+        a time: asked for most of its rows at once, the copy would reorder them, not a cost for a search."""
+        if self._cache is None:
+            self._build_cache()
+        parts = [self._cache.get(ids[start:start + BULK_READ]) for start in range(0, len(ids), BULK_READ)]
+        if not parts:
+            return [], np.zeros((0, self.vector_size), dtype=np.float32)
+        return [i for found, _ in parts for i in found], np.concatenate([matrix for _, matrix in parts])
+
+    def _register_points(self, stop: threading.Event) -> None:
+        """Hand the recall index the payload of every point the shard held when it opened (a page at a time,
+        under the lock, so that no write falls between a page read and its registration)."""
+        offset = None
+        while not stop.is_set():
+            with self._lock:
+                if self._shard is None:
+                    return
+                records, offset = self._shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=REGISTER_PAGE, with_payload=True, with_vector=False))
+                self.index.register([str(r.id) for r in records], [dict(r.payload or {}) for r in records])
+            if offset is None:
+                return
 
     def _build_cache(self) -> None:
         """Read every vector once (slow: Edge returns lists) into the in-memory copy."""
