@@ -229,3 +229,46 @@ def test_a_build_running_while_points_are_written_misses_none(open_store):
     assert every == set(points)
     for where in FILTERS:
         assert_answers(store, points, query, 10, where)
+
+
+def test_a_search_waits_for_codes_being_prepared_but_not_for_codes_never_coming():
+    import threading
+
+    from consolidation.stores.vector_index import VectorIndex
+
+    index = VectorIndex(lambda ids: ([], np.zeros((0, SIZE), np.float32)), threading.RLock(),
+                        IndexSizes(build_from=100))
+    release = threading.Event()
+    index.start(lambda stop: release.wait(10))  # the store still reading its payloads back
+    assert index.coming(100) and not index.coming(99)  # a store of 99 points is searched exactly, never built
+    release.set()
+    index._builder.join(10)
+    # Prepared with no point registered: nothing is being built for it, so nothing is worth waiting for.
+    assert not index.coming(100)
+    index.stop()
+
+
+def test_deleted_points_codes_wait_for_the_next_build_which_comes_once_a_quarter_is_stale(open_store):
+    import time
+
+    store, points = filled(open_store, 400, seed=31)
+    first = store.index._live
+    gone = list(points)[:90]  # 90 of 400: under a quarter, the codes stay and the marks turn them down
+    store.delete(gone)
+    for memory_id in gone:
+        del points[memory_id]
+    assert store.index._live is first and first.stale == 90
+    query = np.random.default_rng(32).standard_normal(SIZE)
+    for where in FILTERS:
+        assert_answers(store, points, query, 10, where)
+    more = list(points)[:20]  # 110 of 400 stale: built again without them
+    store.delete(more)
+    for memory_id in more:
+        del points[memory_id]
+    deadline = time.monotonic() + 30
+    while store.index._live is first and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.index._live is not first and store.index._live.stale == 0
+    assert store.index._live.size == len(points)
+    for where in FILTERS:
+        assert_answers(store, points, query, 10, where)

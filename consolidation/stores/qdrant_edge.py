@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 SCROLL_PAGE = 10000
 # Reading more vectors than this at once builds the in-memory copy instead of converting Edge's lists.
 BULK_READ = 2000
+# How long a search waits for the recall index being built before it takes Edge's exact search.
+BUILD_WAIT_SECONDS = 30.0
 # Payloads read back at once when the store opens, for the recall index (under the lock: writes wait that long).
 REGISTER_PAGE = 1000
 
@@ -96,7 +98,10 @@ class EdgeVectorStore:
 
     def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
         self.ping()
-        found = self.index.search(normalized(np.asarray(vector, np.float32)[None, :])[0], limit, where)
+        unit = normalized(np.asarray(vector, np.float32)[None, :])[0]
+        found = self.index.search(unit, limit, where)
+        if found is None and self.index.coming(self.count()) and self.index.wait_built(BUILD_WAIT_SECONDS):
+            found = self.index.search(unit, limit, where)
         if found is None:
             return self._exact_search(vector, limit, where)
         payloads = self.payloads([memory_id for memory_id, _ in found])
