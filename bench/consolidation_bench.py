@@ -370,8 +370,13 @@ def main() -> None:
 
 
 def run_step(step: str, n: int, data_dir: str, exact_recall: bool) -> dict:
-    command = [sys.executable, __file__, "--step", step, str(n), data_dir]
-    command += ["--exact-recall"] if exact_recall else []
+    return step_in_child(__file__, step, n, data_dir, ["--exact-recall"] if exact_recall else [])
+
+
+def step_in_child(script: str, step: str, n: int, data_dir: str, extra: list[str] = ()) -> dict:
+    """One step of a benchmark in a process of its own (its memory goes with it): its lines echoed, its RESULT
+    line returned."""
+    command = [sys.executable, script, "--step", step, str(n), data_dir, *extra]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True, cwd=ROOT)
     result = None
     for line in process.stdout:

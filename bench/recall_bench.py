@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import threading
@@ -34,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from consolidation_bench import (TOKEN, _current_memory_mb, _peak_memory_mb, _reset_peak_memory,  # noqa: E402
-                                 bench_settings, load_store, progress)
+                                 bench_settings, load_store, progress, step_in_child)
 
 from consolidation.api import create_app  # noqa: E402
 from consolidation.recall import RecallQuery, search_filter  # noqa: E402
@@ -258,17 +257,7 @@ def main() -> None:
 
 
 def run_step(step: str, n: int, data_dir: str) -> dict:
-    process = subprocess.Popen([sys.executable, __file__, "--step", step, str(n), data_dir], stdout=subprocess.PIPE,
-                               text=True, cwd=ROOT)
-    result = None
-    for line in process.stdout:
-        if line.startswith("RESULT "):
-            result = json.loads(line[len("RESULT "):])
-        else:
-            print(line, end="", flush=True)
-    if process.wait() != 0 or result is None:
-        sys.exit(f"benchmark step {step} at N={n} failed")
-    return result
+    return step_in_child(__file__, step, n, data_dir)
 
 
 def render(results: list[dict], arguments: str) -> str:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-
 import json
 from pathlib import Path
-
-import numpy as np
 
 from consolidation.hygiene.compound import facts_of, survivors
 from consolidation.identifiers import holds, identifier_pattern
