@@ -63,7 +63,7 @@ class Recall:
         """Each hit as the newest memory of its chain; hits that lead to one memory become one answer, ranked by
         the best similarity among them (so the update of a fact the query matched comes where the fact was)."""
         similarity = {h.id: h.similarity for h in hits}
-        newest = self.newest([h.id for h in hits])
+        newest, memories = self.newest([h.id for h in hits])
         missing = [m for m in {*newest.values()} - {None} if m not in similarity]
         if missing:
             found, matrix = self.vectors.vectors(missing)
@@ -73,7 +73,6 @@ class Recall:
             target = newest.get(hit.id)
             if target is not None and target in similarity:
                 groups.setdefault(target, []).append(hit.id)
-        memories = {m["id"]: m for m in self.graph.get_memories(list(groups))}
         answers = []
         for target, sources in groups.items():
             if target not in memories:
@@ -85,15 +84,18 @@ class Recall:
         answers.sort(key=lambda a: (-a["ranked_by_similarity"], a["id"]))
         return answers
 
-    def newest(self, ids: Sequence[str]) -> dict[str, str | None]:
+    def newest(self, ids: Sequence[str]) -> tuple[dict[str, str | None], dict[str, dict[str, Any]]]:
         """For each id, the current memory that stands for it now: itself if active and not superseded, else
-        the end of its chain (superseded_by, then merged_into); None when the chain ends archived or deleted."""
+        the end of its chain (superseded_by, then merged_into); None when the chain ends archived or deleted.
+        Also every memory read on the way, by id (each chain's end among them: no second read for the answer)."""
         position = {memory_id: memory_id for memory_id in ids}
         result: dict[str, str | None] = {}
+        read: dict[str, dict[str, Any]] = {}
         for _ in range(LONGEST_CHAIN):
             if not position:
                 break
             memories = {m["id"]: m for m in self.graph.get_memories(sorted(set(position.values())))}
+            read.update(memories)
             moved = {}
             for start, at in position.items():
                 memory = memories.get(at)
@@ -106,7 +108,7 @@ class Recall:
                     moved[start] = step
             position = moved
         result.update({start: None for start in position})
-        return result
+        return result, read
 
 
 def search_filter(query: RecallQuery) -> SearchFilter:

@@ -166,10 +166,9 @@ def _scores(parts: list[Part], newer: str) -> tuple[list[float], list[bool]]:
     return scores, touched
 
 
-def changed_part(parts: list[Part], newer: str) -> int | None:
-    """Which part a newer statement changes: the one sharing its verb or its words, else the one of the kind its
-    words point at; None when nothing tells them apart."""
-    scores, _ = _scores(parts, newer)
+def _changed(scores: list[float]) -> int | None:
+    """Which part a newer statement changes, from its scores: the one sharing its verb or its words, else the
+    one of the kind its words point at; None when nothing tells them apart."""
     best = max(scores)
     if best <= 0.5 or scores.count(best) > 1:
         return None
@@ -183,8 +182,8 @@ def survivors(older: str, newer: str) -> list[str]:
     parts = facts_of(older)
     if len(parts) < 2:
         return []
-    changed = changed_part(parts, newer)
+    scores, touched = _scores(parts, newer)
+    changed = _changed(scores)
     if changed is None:
         return []
-    _, touched = _scores(parts, newer)
     return [part.text for index, part in enumerate(parts) if index != changed and not touched[index]]

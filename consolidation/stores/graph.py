@@ -29,8 +29,9 @@ RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 # EVOLVED_INTO that mirrors it for AutoMem's recall. Leaving the mirror out costs typed degrees, +45 % per scan.
 DEGREE = "indegree(m) + outdegree(m)"
 SUPERSEDED = "m.superseded_by IS NOT NULL"
+NOT_SUPERSEDED = "m.superseded_by IS NULL"
 # A memory a summary may speak for: active, and neither merged away nor superseded.
-CURRENT = f"{ACTIVE} AND m.merged_into IS NULL AND m.superseded_by IS NULL"
+CURRENT = f"{ACTIVE} AND m.merged_into IS NULL AND {NOT_SUPERSEDED}"
 # Undoing a supersession clears the validity end AutoMem's recall reads, if we set it (a client's own stays).
 OUR_T_INVALID_UNDONE = ("o.t_invalid = CASE WHEN o.t_invalid_set_by = 'consolidation' THEN null ELSE o.t_invalid END, "
                         "o.t_invalid_set_by = null")
@@ -370,7 +371,7 @@ class GraphStore:
         the same vectors) and whether each is a candidate clustering groups (relevance above `min_relevance`)."""
         columns = self.falkor.scan_memories(
             f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
-            f"m.id, {self.scoping.key_expression()}, {RELEVANCE} > $min AND m.superseded_by IS NULL",
+            f"m.id, {self.scoping.key_expression()}, {RELEVANCE} > $min AND {NOT_SUPERSEDED}",
             {"min": min_relevance, **self.scoping.params()})
         if not columns:
             return [], [], np.zeros(0, dtype=bool)
@@ -379,7 +380,7 @@ class GraphStore:
     def cluster_listing(self, min_relevance: float) -> Listing:
         """The candidates clustering groups, with scope keys and change numbers (for an incremental run)."""
         columns = self.falkor.scan_memories(
-            f"{RELEVANCE} > $min AND {ACTIVE_MEMORY} AND m.superseded_by IS NULL AND {self.scoping.where()}",
+            f"{RELEVANCE} > $min AND {ACTIVE_MEMORY} AND {NOT_SUPERSEDED} AND {self.scoping.where()}",
             f"m.id, {self.scoping.key_expression()}, m.{CHANGE}", {"min": min_relevance, **self.scoping.params()})
         if not columns:
             return Listing([], [], np.zeros(0))
@@ -547,14 +548,14 @@ class GraphStore:
                 rows = self.falkor.records(
                     f"MATCH (n:`{label}`) WHERE id(n) > $after AND NOT n:Memory RETURN id(n), properties(n) "
                     "ORDER BY id(n) LIMIT $page", {"after": after, "page": SCRUB_PAGE}, read_only=True)
+                rewritten = []
                 for node, props in rows:
-                    if keep is not None and dict(props).get("id") == keep:
-                        continue
-                    fields = {k: new for k, old in dict(props).items() if (new := rewrite(old)) is not old}
-                    if fields:
-                        self.falkor.execute("MATCH (n) WHERE id(n) = $node SET n += $fields",
-                                            {"node": node, "fields": fields})
-                        changed += 1
+                    if keep is None or dict(props).get("id") != keep:
+                        fields = {k: new for k, old in dict(props).items() if (new := rewrite(old)) is not old}
+                        rewritten += [[node, fields]] if fields else []
+                self.falkor.write_chunks("UNWIND $rows AS row MATCH (n) WHERE id(n) = row[0] SET n += row[1]",
+                                         rewritten)
+                changed += len(rewritten)
                 if len(rows) < SCRUB_PAGE:
                     break
                 after = rows[-1][0]

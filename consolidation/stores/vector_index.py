@@ -306,7 +306,9 @@ class VectorIndex:
         else:
             with self._search_lock:
                 found = live.nearest(unit, wanted)
-            candidates = np.unique(found[allowed[found[found < allowed.size]]]) if found.size else found
+            # A label given out after `allowed` was read (a write in between) is left for the next search.
+            inside = found[found < allowed.size]
+            candidates = np.unique(inside[allowed[inside]])
         return self._ranked(candidates, unit, limit, where)
 
     def _allowed(self, where: SearchFilter) -> tuple[np.ndarray, int]:
