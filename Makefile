@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= data
 
-.PHONY: run test bench quality setup browser screenshot clean
+.PHONY: run test bench quality setup browser screenshot clean interop
 
 setup: $(VENV)/.installed
 
@@ -36,6 +36,31 @@ bench: setup
 
 quality: setup
 	$(BIN)/python bench/quality.py
+
+# A contract check against AutoMem's own application (not part of `make test`): a FalkorDB server, the vector
+# stand-in, AutoMem from $(AUTOMEM_SHARED) (its source at a fixed commit, in a virtualenv of its own under .interop/)
+# and this service on one store; our run, AutoMem's, ours again, each checked; then AutoMem's integration tests.
+AUTOMEM_SHARED ?= ../shared/automem
+AUTOMEM_TARBALL := $(AUTOMEM_SHARED)/automem-8ff266e.tar.gz
+INTEROP_DIR := .interop
+AUTOMEM_SRC := $(INTEROP_DIR)/src/automem
+AUTOMEM_VENV := $(INTEROP_DIR)/automem-venv
+
+$(AUTOMEM_SRC)/.unpacked: $(AUTOMEM_TARBALL)
+	rm -rf $(INTEROP_DIR)/src && mkdir -p $(INTEROP_DIR)/src
+	tar -xzf $(AUTOMEM_TARBALL) -C $(INTEROP_DIR)/src
+	@touch $@
+
+# AutoMem's requirements.txt but en-core-web-sm (published only outside the package registries), and its pytest.
+$(AUTOMEM_VENV)/.installed: $(AUTOMEM_SRC)/.unpacked
+	$(PYTHON) -m venv $(AUTOMEM_VENV)
+	grep -v -i '^en-core-web-sm' $(AUTOMEM_SRC)/requirements.txt > $(INTEROP_DIR)/automem-requirements.txt
+	$(AUTOMEM_VENV)/bin/pip install --quiet -r $(INTEROP_DIR)/automem-requirements.txt pytest==8.3.4
+	@touch $@
+
+interop: setup $(AUTOMEM_VENV)/.installed
+	PYTHONPATH=. $(BIN)/python -m interop.run --automem-src $(AUTOMEM_SRC) \
+		--automem-python $(AUTOMEM_VENV)/bin/python --shared $(AUTOMEM_SHARED)
 
 clean:
 	rm -rf $(VENV)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 import uuid
@@ -22,12 +23,14 @@ from .lifecycle.states import forgetting
 from .heap import collection_paused, release_free_memory
 from .neighbours import NeighbourGraph
 from .passes import INCREMENTAL_TASKS, plan_pass
+from .other_engine import automem_consolidation
 from .schedule import due_tasks, next_due
 from .settings import TASK_NAMES, Settings
 from .stores import Stores
 from .stores.changes import CHANGE
 from .stores.control import ControlStore, Watermark, new_holder
 from .stores.audit import AuditLog
+from .stores.automem import AutomemRecords
 from .stores.inspection import InspectionStore
 from .stores.runs import RunStore
 from .stores.hygiene import HygieneStore
@@ -43,6 +46,7 @@ CANCELLED_DURING = "cancelled by an administrator; stopped between chunks (what 
 CANCELLED_BEFORE = "cancelled by an administrator before it started"
 RUNS_KEPT = 100
 QUEUED_LEASE_WAIT_SECONDS = 0.5  # how often a worker looks again for the lease a queued run waits for
+AUTOMEM_CHECK_SECONDS = 600.0  # how often the scheduler looks for AutoMem's own consolidation (status: always)
 
 
 @dataclass
@@ -95,6 +99,8 @@ class ConsolidationEngine:
         self._unrecorded: list[tuple[str, Callable[[], None]]] = []
         self._unrecorded_lock = threading.Lock()
         self._running = 0  # runs executing now in this process
+        self._automem_consolidating = False  # what the log last said of AutoMem's own consolidation
+        self._automem_checked = -math.inf  # monotonic time of the scheduler's last look
 
     # --- running ---------------------------------------------------------------------------------
 
@@ -278,7 +284,28 @@ class ConsolidationEngine:
             "forgetting": forgetting(self.settings.consolidation_archive_threshold,
                                      self.settings.consolidation_delete_threshold,
                                      self.settings.consolidation_forget_interval_seconds),
+            "automem": self.automem(reading.automem),
         }
+
+    def automem(self, traces: tuple[list, list] | None = None) -> dict[str, Any]:
+        """Whether AutoMem's own consolidation writes to this graph too, and how to turn it off; the log says
+        so once when it starts to (and once when it stops), not on every look."""
+        read = traces if traces is not None else AutomemRecords(self.stores.graph.falkor).read()
+        found = automem_consolidation(*read, self.clock())
+        if found["consolidating"] != self._automem_consolidating:
+            self._automem_consolidating = found["consolidating"]
+            if found["consolidating"]:
+                log.warning("consolidation sees another engine graph=%s detail=%s", self.graph_name,
+                            found["warning"])
+            else:
+                log.info("consolidation no longer sees AutoMem's own consolidation graph=%s", self.graph_name)
+        return found
+
+    def watch_automem(self) -> None:
+        """The scheduler's look for AutoMem's own consolidation, every AUTOMEM_CHECK_SECONDS at most."""
+        if time.monotonic() - self._automem_checked >= AUTOMEM_CHECK_SECONDS:
+            self._automem_checked = time.monotonic()
+            self.automem()
 
     def schedule(self, status: dict[str, Any] | None = None) -> dict[str, Any]:
         """This graph's line in the overview of every graph: last successes, next due times, the run going on

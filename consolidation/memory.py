@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import InvalidInput
 from .scopes import check_scope_value
-from .scoring import relevance_scores
+from .scoring import NOT_CURRENT_RELEVANCE, relevance_scores
 from .timeutil import SECONDS_PER_DAY, TimeOutOfRange, parse_iso, to_iso
 from .validation import checked
 
@@ -107,6 +107,8 @@ def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: da
         graph_float(relevance) if relevance is not None
         else initial_relevance(properties, timestamp, last_accessed, now)
     )
+    if properties["archived"]:  # an archived import is no longer current: its score capped (scoring.as_stored)
+        properties["relevance_score"] = min(properties["relevance_score"], NOT_CURRENT_RELEVANCE)
     embedding = parse_embedding(fields.embedding, vector_size)
     # Whose vector it is: dedup judges two memories embedded by the built-in embedder on its calibration.
     properties[EMBEDDED_BY] = BUILT_IN_EMBEDDER if embedding is None else None

@@ -101,6 +101,7 @@ class ConsolidationScheduler:
             engine = graph.engine
             engine.stores.ensure_ready()
             engine.flush_unrecorded()
+            engine.watch_automem()
             engine.complete_interrupted()
             return engine.run_due(now)
         except StoreUnavailable as exc:

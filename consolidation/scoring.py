@@ -20,6 +20,12 @@ DEFAULT_IMPORTANCE = 0.5
 DEFAULT_CONFIDENCE = 0.5
 # Clustering and creative look only at memories scored above this; a score crossing it is a change (stores/changes).
 CANDIDATE_RELEVANCE = 0.3
+# The most a memory that is no longer current (merged, superseded, archived) keeps as its stored relevance_score.
+# AutoMem's creative and cluster passes select `relevance_score > 0.3` and never look at archived, merged_into or
+# superseded_by: below 0.3 they leave such a memory out (0.25, not 0.3: a `>=` or a rounding stays out too). Above
+# AutoMem's archive (0.2) and delete (0.05) thresholds, so a reader trusting the stored score to forget by never
+# archives or deletes a memory only for being history (AutoMem's own forget recomputes the score and ignores it).
+NOT_CURRENT_RELEVANCE = 0.25
 
 
 def relevance_scores(
@@ -78,6 +84,17 @@ def current_relevance(inputs: ScoringInputs, now: datetime) -> np.ndarray:
     """The formula applied at `now`; a missing creation time counts as now, a missing access as the creation,
     and a superseded memory's uses no longer count: it decays as if unused since it was made."""
     return relevance_scores(**_formula_inputs(inputs, now)[0])
+
+
+def as_stored(relevance: np.ndarray, current: np.ndarray) -> np.ndarray:
+    """The score a memory keeps: its relevance while it is current, at most NOT_CURRENT_RELEVANCE once it is not
+    (a lower score stays as it is: the cap never lifts one)."""
+    return np.where(current, relevance, np.minimum(relevance, NOT_CURRENT_RELEVANCE))
+
+
+def stored_relevance(inputs: ScoringInputs, now: datetime) -> np.ndarray:
+    """current_relevance as it is written: capped for the memories that are not current."""
+    return as_stored(current_relevance(inputs, now), inputs.current)
 
 
 def relevance_due(inputs: ScoringInputs, now: datetime, target: np.ndarray) -> np.ndarray:

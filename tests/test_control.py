@@ -112,7 +112,8 @@ def test_memories_are_found_by_id_or_text_and_links_are_listed_with_their_texts(
     lunch = add_memory(steered, content="Lunch is at noon")
     steered.stores.graph.falkor.execute(
         "MATCH (a:Memory {id: $a}), (b:Memory {id: $b}) CREATE (a)-[:CONTRADICTS {confidence: 0.9, "
-        "reason: 'conflicting database', detected_at: '2026-06-01T12:00:00+00:00'}]->(b)", {"a": first, "b": second})
+        "reason: 'conflicting database', detected_at: '2026-06-01T12:00:00+00:00', "
+        "written_by: 'consolidation-service'}]->(b)", {"a": first, "b": second})
     steered.stores.graph.create_associations("DISCOVERED", [{"a": first, "b": lunch, "props": {
         "kind": "shares_theme", "confidence": 0.8, "discovered_at": "2026-06-01T12:00:00+00:00"}}])
 

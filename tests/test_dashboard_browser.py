@@ -670,3 +670,21 @@ def test_purge_lists_a_dry_run_before_purging(service, session):
     assert page.is_hidden("#purge-confirm") and page.is_hidden("#purge-table")
     assert call("POST", "/memories/purge", json={"match": identifier})["matched"] == 0
     assert session.problems == [] and session.refused == []
+
+
+def test_a_banner_says_while_automems_own_consolidation_writes_to_the_store(service, browser):
+    falkor = service["services"].stores.graph.falkor
+    at = datetime.now(UTC).isoformat()
+    # AutoMem's record of a scheduled decay (persist_consolidation_run), as if it ran beside us just now.
+    falkor.execute("CREATE (r:ConsolidationRun {id: 'automem-decay', mode: 'decay', task: 'decay', success: true, "
+                   "dry_run: false, started_at: $at, completed_at: $at, result: '{}'})", {"at": at})
+    session = Session(browser, service["url"])
+    try:
+        banner = session.page.locator("#automem-warning")
+        banner.wait_for(state="visible")
+        assert "CONSOLIDATION_DECAY_INTERVAL_SECONDS=0" in banner.inner_text()
+        session.fits(420, ["header"])
+        assert session.problems == []
+    finally:
+        falkor.execute("MATCH (r:ConsolidationRun {id: 'automem-decay'}) DELETE r")
+        session.page.close()

@@ -69,11 +69,16 @@ def test_a_duplicates_edges_move_to_the_canonical_and_remember_where_from(servic
     link(services, canonical, own, "MENTIONS")
     link(services, canonical, outgoing, "MENTIONS")  # as connected as the duplicate, and more used: canonical
     assert dedup(services)["merges"][0]["into"] == canonical
-    moved = {(a, b, props["repointed_from"]) for a, b, props in edges(services, "RELATES_TO") + edges(services, "LEADS_TO")}
-    assert moved == {(canonical, outgoing, duplicate), (incoming, canonical, duplicate)}
-    remaining = services.stores.graph.falkor.execute("MATCH (d:Memory {id: $id})-[r]-() RETURN type(r)",
-                                                     {"id": duplicate})
-    assert remaining == [["MERGED_INTO"]]
+    moved = {(a, b, props.get("repointed_from")) for a, b, props in
+             edges(services, "RELATES_TO") + edges(services, "LEADS_TO")}
+    assert moved == {(canonical, outgoing, duplicate), (incoming, canonical, duplicate),
+                     (duplicate, outgoing, None), (incoming, duplicate, None)}
+    # The relations a client wrote (not marked ours) stay on the duplicate too, as they were: copied, not moved.
+    remaining = services.stores.graph.falkor.execute(
+        "MATCH (d:Memory {id: $id})-[r]-(x) RETURN type(r), x.id, r.repointed_from ORDER BY type(r)",
+        {"id": duplicate})
+    assert remaining == [["LEADS_TO", incoming, None], ["MERGED_INTO", canonical, None],
+                         ["RELATES_TO", outgoing, None]]
 
 
 @pytest.mark.parametrize("text, look_alike, conflict, values", [

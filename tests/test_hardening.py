@@ -29,7 +29,7 @@ MEMORY_ID = "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b"
 def test_a_refused_consolidate_request_takes_no_lease_and_records_no_run(client, auth, services, body):
     assert client.post("/consolidate", json=body, headers=auth).status_code == 400
     assert services.engine.control.current_lease() is None
-    assert services.stores.graph.falkor.execute("MATCH (r:ConsolidationRun) RETURN count(r)")[0][0] == 0
+    assert services.stores.graph.falkor.execute("MATCH (r:ConsolidationServiceRun) RETURN count(r)")[0][0] == 0
     assert client.post("/consolidate", json={"task": "decay", "wait": True}, headers=auth).status_code == 200
 
 

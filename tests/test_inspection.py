@@ -231,7 +231,8 @@ def test_every_read_route_is_in_the_openapi_with_its_query_and_answer(app, clien
         operation = paths[route]["get"]
         parameters = {p["name"] for p in operation["parameters"] if p["in"] == "query"}
         extra = {"/memories/restorable": {"kind"}, "/memories/search": {"q"},
-                 "/consolidate/runs": {"task", "trigger", "state"}}.get(route, set())
+                 "/consolidate/runs": {"task", "trigger", "state"}, "/hygiene/contradictions": {"written_by"},
+                 "/hygiene/associations": {"written_by"}}.get(route, set())
         expected = {"bins"} if route.endswith("histogram") else {"limit"} if route.endswith("trends") else \
             {"limit", "offset"} | extra
         assert parameters == expected, route

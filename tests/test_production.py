@@ -119,7 +119,7 @@ def test_each_due_task_runs_once_per_interval_across_three_processes(fleet, falk
         assert min(gaps) >= interval - 0.01, (task, gaps)
         assert max(gaps) <= interval + 1.0, (task, gaps)
     run_ids = {entry["run_id"] for entry in history}
-    states = falkordb.query("MATCH (r:ConsolidationRun) RETURN r.id, r.state")[1]
+    states = falkordb.query("MATCH (r:ConsolidationServiceRun) RETURN r.id, r.state")[1]
     assert {run_id for run_id, _ in states} == run_ids
     assert {state for _, state in states} == {"succeeded"}
 
@@ -167,7 +167,7 @@ def test_three_replicas_split_six_graphs_and_run_each_graphs_due_tasks_once_per_
 def graph_runs(falkordb: FalkorServer, graph: str) -> list[dict]:
     fields = ("id", "graph", "state", "holder", "started_at", "finished_at")
     rows = falkordb.client().execute_command(
-        "GRAPH.QUERY", graph, "MATCH (r:ConsolidationRun) RETURN " + ", ".join(f"r.{f}" for f in fields))[1]
+        "GRAPH.QUERY", graph, "MATCH (r:ConsolidationServiceRun) RETURN " + ", ".join(f"r.{f}" for f in fields))[1]
     return [dict(zip(fields, row)) for row in rows]
 
 

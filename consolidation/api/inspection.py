@@ -43,6 +43,12 @@ class RestorableQuery(PageQuery):
                     "(restorable from its tombstone)")
 
 
+class LinkQuery(PageQuery):
+    written_by: Literal["consolidation-service", "automem"] = Field(
+        "consolidation-service", description="whose edges: ours (our decisions, the default), or those AutoMem's "
+                                             "own consolidation or its clients wrote (shown, never counted as ours)")
+
+
 class RunQuery(PageQuery):
     task: Literal[TASK_NAMES] | None = Field(None, description="runs of this task")
     trigger: Literal["schedule", "api", "cli", "dashboard", "manual"] | None = Field(
@@ -196,6 +202,8 @@ class Link(BaseModel):
     confidence: float | None
     reason: str | None
     detected_at: str | None
+    written_by: Literal["consolidation-service", "automem"] = Field(
+        description="who wrote the edge: this service, or AutoMem (its consolidation or a client of it)")
 
 
 class LinkPage(PageInfo):
@@ -230,6 +238,8 @@ class Edge(BaseModel):
     other_state: str = Field(description="the other memory's state: active, archived or merged")
     other_superseded_by: str | None = Field(None, description="set when a newer memory superseded the other one: "
                                                               "its text is no longer current")
+    written_by: Literal["consolidation-service", "automem"] = Field(
+        "automem", description="who wrote the edge: this service, or AutoMem (its consolidation or a client of it)")
 
 
 class Event(BaseModel):
@@ -336,18 +346,22 @@ def supersessions(query: PageQuery):
 
 @blueprint.get("/hygiene/contradictions")
 @require_admin
-@api.validate(query=PageQuery, resp=answers(HTTP_200=LinkPage), **READ_ROUTE)
-def contradictions(query: PageQuery):
-    """Every CONTRADICTS edge dedup wrote: the two memories, how sure, and why."""
-    return _paged(LinkPage, _ready_graph().inspection.links("contradictions", query.limit, query.offset), query)
+@api.validate(query=LinkQuery, resp=answers(HTTP_200=LinkPage), **READ_ROUTE)
+def contradictions(query: LinkQuery):
+    """Every CONTRADICTS edge dedup wrote: the two memories, how sure, and why (`written_by=automem`: those
+    AutoMem or its clients wrote instead)."""
+    page = _ready_graph().inspection.links("contradictions", query.limit, query.offset, query.written_by)
+    return _paged(LinkPage, page, query)
 
 
 @blueprint.get("/hygiene/associations")
 @require_admin
-@api.validate(query=PageQuery, resp=answers(HTTP_200=LinkPage), **READ_ROUTE)
-def associations(query: PageQuery):
-    """Every DISCOVERED edge the creative task wrote: the two memories, its kind and confidence."""
-    return _paged(LinkPage, _ready_graph().inspection.links("associations", query.limit, query.offset), query)
+@api.validate(query=LinkQuery, resp=answers(HTTP_200=LinkPage), **READ_ROUTE)
+def associations(query: LinkQuery):
+    """Every DISCOVERED edge the creative task wrote: the two memories, its kind and confidence
+    (`written_by=automem`: those AutoMem's own consolidation wrote instead)."""
+    page = _ready_graph().inspection.links("associations", query.limit, query.offset, query.written_by)
+    return _paged(LinkPage, page, query)
 
 
 @blueprint.get("/memories/search")

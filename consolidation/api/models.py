@@ -318,6 +318,18 @@ class Forgetting(BaseModel):
     note: str = Field(description='e.g. "off: set CONSOLIDATION_ARCHIVE_THRESHOLD / _DELETE_THRESHOLD"')
 
 
+class AutomemConsolidation(BaseModel):
+    """Whether AutoMem's own consolidation writes to the same graph (two engines on one store fight), read from
+    its run records and its control node, and the settings on AutoMem's side that turn it off."""
+
+    present: bool = Field(description="AutoMem has left run records or its control node in this graph")
+    consolidating: bool = Field(description="AutoMem's own consolidation ran here within the last 8 days")
+    tasks: list[str] = Field(description="its tasks seen running: decay, creative, cluster, forget, identity")
+    last_run_at: str | None = Field(description="when it last ran (null: not within 8 days)")
+    turn_off: list[str] = Field(description="the settings on AutoMem's side that turn its consolidation off")
+    warning: str | None = Field(description="the warning to give while it consolidates (null: none)")
+
+
 class Status(BaseModel):
     """GET /consolidate/status: the addressed graph's last successes, next due times, history, current run and
     store counts; every served graph's schedule; this process's scheduler. With several graphs and no default,
@@ -339,6 +351,7 @@ class Status(BaseModel):
     paused: bool | None = Field(None, description="the addressed graph's schedule is paused: no scheduled run "
                                                   "starts (runs asked by hand still do)")
     paused_at: str | None = None
+    automem: AutomemConsolidation | None = None
     graphs: list[GraphSchedule]
     scheduler: SchedulerState
 

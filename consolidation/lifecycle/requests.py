@@ -132,7 +132,10 @@ class Requests:
             self.lifecycle.hygiene.supersede([{"newer": newer_id, "older": older_id, "confidence": 1.0,
                                                "reason": f"superseded on request ({record['requester']})"}],
                                              at, origin="request")
-            self.vectors.set_superseded([older_id, *self.lifecycle.hygiene.merged_into_any([older_id])], True)
+            superseded = [older_id, *self.lifecycle.hygiene.merged_into_any([older_id])]
+            self.vectors.set_superseded(superseded, True)
+            self.lifecycle.mirror_validity([older_id])
+            self.lifecycle.rescore(superseded, self.clock())
         self.refresh_summaries()
         answer = {"memory_id": older_id, "superseded_by": newer_id, "created": plan["created"] is not None,
                   "survivors": [s["id"] for s in plan["survivors"]], "state": "superseded"}
@@ -178,7 +181,10 @@ class Requests:
         self.graph.unsupersede(record["newer_id"], older_id)
         memory = self.graph.get_memory(older_id)
         if memory is not None and not memory.get("superseded_by"):
-            self.vectors.set_superseded([older_id, *self.lifecycle.hygiene.merged_into_any([older_id])], False)
+            current_again = [older_id, *self.lifecycle.hygiene.merged_into_any([older_id])]
+            self.vectors.set_superseded(current_again, False)
+            self.lifecycle.mirror_validity([older_id])
+            self.lifecycle.rescore(current_again, at)
         plan = record["plan"]
         made = [s["id"] for s in plan["survivors"]] + ([record["newer_id"]] if plan["created"] else [])
         present = self.graph.existing_ids(made)

@@ -20,7 +20,7 @@ from ..stores.graph import GraphStore
 from ..stores.hygiene import HygieneStore, unmerged_properties
 from ..stores.tombstones import TombstoneStore
 from ..stores.vectors import VectorPoint, VectorStore, payload_of
-from ..scoring import current_relevance
+from ..scoring import stored_relevance
 from ..timeutil import to_iso
 from .states import ACTIVE, DELETED, MERGED, check, held_until, restorable_until, state_of
 
@@ -138,15 +138,24 @@ class Lifecycle:
                 "edges_lost": len(edges) - restored_edges}
 
     def rescore(self, ids: Sequence[str], now: datetime) -> dict[str, float]:
-        """Write these memories' relevance as the decay formula gives it now (graph and Qdrant payload); returns
-        each score as the graph keeps it."""
+        """Write these memories' relevance as the decay formula gives it now, capped for those no longer current
+        (graph and Qdrant payload); returns each score as the graph keeps it. Called whenever memories stop or
+        start again being current: a merge, a supersession, an archive, and their undoing."""
         inputs = self.graph.scoring_inputs_of(ids)
         if not len(inputs):
             return {}
-        scores = current_relevance(inputs, now)
+        scores = stored_relevance(inputs, now)
         self.vectors.set_relevance(inputs.ids, scores)
         self.graph.write_scores(inputs.node_ids, inputs.ids, scores)
         return {memory_id: graph_float(score) for memory_id, score in zip(inputs.ids, scores.tolist())}
+
+    def mirror_validity(self, ids: Sequence[str] | None = None) -> int:
+        """Write these memories' validity end (t_invalid, None: none) into their payload as the graph has it:
+        AutoMem's recall reads it there, not in the graph. With no ids, every memory that has one. Returns how
+        many."""
+        ends = self.graph.validity_ends(ids)
+        self.vectors.set_fields(list(ends), [{"t_invalid": end} for end in ends.values()])
+        return len(ends)
 
     def record_use(self, memory_id: str, now: datetime) -> dict[str, Any] | None:
         """One more use, and the relevance it gives, written at once (the score shown is the score used)."""
@@ -182,7 +191,10 @@ class Lifecycle:
         the superseded_by mark it stands for."""
         for duplicate_id in self.hygiene.merged_into_any(memory_ids):
             self._restore_merged(duplicate_id, now)
-        self.vectors.set_superseded(self.graph.unlink(memory_ids), False)
+        current_again = self.graph.unlink(memory_ids)
+        self.vectors.set_superseded(current_again, False)
+        self.mirror_validity(current_again)
+        self.rescore(current_again, now)
 
     def purge_expired(self, now: datetime, retention_days: float) -> int:
         """Expire tombstones past the retention period: those memories can no longer be restored."""
@@ -208,7 +220,7 @@ class Lifecycle:
         if repair:
             self._embed_missing(without_vectors)
             self.vectors.delete(without_nodes)
-            refreshed = self._refresh_marks()
+            refreshed = self._refresh_marks(now)
         return {
             "graph_memories": len(graph_ids),
             "vector_points": len(vector_ids),
@@ -223,9 +235,10 @@ class Lifecycle:
             "repaired": repair,
         }
 
-    def _refresh_marks(self) -> int:
-        """Write every memory's state and supersession into its payload, as the graph has them (points written
-        before the payload carried them, or a mirror a crash cut short)."""
+    def _refresh_marks(self, now: datetime) -> int:
+        """Write every memory's state, supersession, scope and validity end into its payload, as the graph has
+        them, and cap the score of those no longer current (points written before the payload carried them, or
+        a mirror a crash cut short)."""
         ids, archived, merged, superseded, scopes = self.graph.lifecycle_marks()
         groups = {"merged": merged, "archived": archived & ~merged, "active": ~archived & ~merged}
         for state, chosen in groups.items():
@@ -237,6 +250,9 @@ class Lifecycle:
             by_scope.setdefault(scope, []).append(memory_id)
         for scope, members in by_scope.items():
             self.vectors.set_scopes(members, scope)
+        # Supersessions and merges made before the payload carried t_invalid and the capped score.
+        self.mirror_validity()
+        self.rescore([i for i, gone in zip(ids, archived | merged | superseded) if gone], now)
         return len(ids)
 
     def _embed_missing(self, ids: Sequence[str]) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..errors import StoreMismatch, StoreUnavailable
 from ..heartbeat import Heartbeat
 from ..settings import Settings
+from .authors import mark_existing
 from .control import VectorBindingStore
 from .falkor import Falkor
 from ..scopes import Scoping
@@ -33,13 +34,15 @@ class Stores:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ensure_ready(self) -> None:
-        """Create indexes and the collection if missing; a store that is down raises StoreUnavailable."""
+        """Create indexes and the collection if missing, and mark once what we wrote before records and edges
+        carried their author; a store that is down raises StoreUnavailable."""
         if self._ready:
             return
         with self._lock:
             if self._ready:
                 return
             self.graph.ensure_schema()
+            mark_existing(self.graph.falkor)
             ensure_collection = getattr(self.vectors, "ensure_collection", None)
             if ensure_collection:
                 ensure_collection()

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..settings import TASK_NAMES
+from .authors import AUTOMEM_SUMMARY_LABEL, RUN_LABEL
+from .automem import Traces, parse_traces, traces_clause
 from .falkor import Falkor
 from .runs import decode_run, encode_run
 
@@ -53,6 +55,7 @@ class StatusReading:
     lease: Lease | None
     current_run: dict[str, Any] | None
     memory_count: int
+    automem: Traces  # AutoMem's own consolidation's traces (stores/automem.py)
 
 
 class ControlStore:
@@ -74,17 +77,23 @@ class ControlStore:
         return _state_and_lease(rows[0] if rows else None)
 
     def status_reading(self) -> StatusReading:
-        """The control fields, the live lease, the record of the run holding it and the count of memory nodes,
-        in one round trip. Status is polled during long runs, whose writes hold the server: every round trip
-        may wait behind one, so status makes one (the count comes from the label statistics, not a scan)."""
+        """The control fields, the live lease, the record of the run holding it, the count of memory nodes and
+        AutoMem's consolidation traces, in one round trip. Status is polled during long runs, whose writes hold the server: every round trip
+        may wait behind one, so status makes one (the count comes from the label statistics, not a scan; AutoMem's
+        summaries, which have no vector, are not counted)."""
         rows = self.falkor.records(
-            "CALL db.meta.stats() YIELD labels WITH coalesce(labels['Memory'], 0) AS memories "
-            f"OPTIONAL MATCH {CONTROL} WITH memories, c OPTIONAL MATCH (r:ConsolidationRun {{id: c.lease_run_id}}) "
-            "RETURN properties(c), timestamp() / 1000.0, properties(r), memories", read_only=True)
+            "CALL db.meta.stats() YIELD labels "
+            f"WITH coalesce(labels['Memory'], 0) - coalesce(labels['{AUTOMEM_SUMMARY_LABEL}'], 0) AS memories "
+            + traces_clause("memories") +
+            f"OPTIONAL MATCH {CONTROL} WITH memories, automem_runs, automem_controls, c "
+            f"OPTIONAL MATCH (r:{RUN_LABEL} {{id: c.lease_run_id}}) "
+            "RETURN properties(c), timestamp() / 1000.0, properties(r), memories, automem_runs, automem_controls",
+            read_only=True)
         row = rows[0]
         state, lease = _state_and_lease(row if row[0] is not None else None)
         record = row[2] if lease is not None else None
-        return StatusReading(state, lease, decode_run(dict(record)) if record else None, int(row[3]))
+        return StatusReading(state, lease, decode_run(dict(record)) if record else None, int(row[3]),
+                             parse_traces(row[4], row[5]))
 
     def record_task(self, task: str, entry: dict[str, Any], history_limit: int,
                     watermark: Watermark | None = None) -> None:
@@ -139,11 +148,11 @@ class ControlStore:
         self.ensure()
         rows = self.falkor.records(
             f"MATCH {CONTROL} WITH c, timestamp() / 1000.0 AS now "
-            "OPTIONAL MATCH (q:ConsolidationRun {state: 'queued'}) WHERE q.queued_at >= $since "
+            f"OPTIONAL MATCH (q:{RUN_LABEL} {{state: 'queued'}}) WHERE q.queued_at >= $since "
             "WITH c, now, collect(q.id) AS waiting "
             "WITH waiting, CASE WHEN c.lease_expires_at >= now THEN c.lease_run_id ELSE null END AS holder "
             "FOREACH (_ IN CASE WHEN size(waiting) = 0 AND holder IS NULL THEN [1] ELSE [] END | "
-            "CREATE (r:ConsolidationRun) SET r = $props) RETURN waiting, holder",
+            f"CREATE (r:{RUN_LABEL}) SET r = $props) RETURN waiting, holder",
             {"since": since, "props": encode_run({**run, "state": "queued", "queued_at": run["started_at"]})})
         waiting, holder = rows[0] if rows else ([], None)
         return holder or (waiting[0] if waiting else None)

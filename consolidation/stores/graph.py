@@ -17,12 +17,15 @@ from ..scoring import CANDIDATE_RELEVANCE
 from ..timeutil import epoch_seconds
 from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBERS_LEFT, NEXT_CHANGE, STAMP, TOUCH,
                       changed_after, ids_of, touched, without_bookkeeping)
+from .authors import AUTOMEM_SUMMARY_LABEL, RUN_LABEL, is_ours, mark
 from .control import control_node
 from .falkor import Falkor, booleans, chunked, floats
 
 ACTIVE = "coalesce(m.archived, false) = false"
 NOT_SUMMARY = "coalesce(m.type, '') <> 'MetaPattern'"
 ACTIVE_MEMORY = f"{ACTIVE} AND {NOT_SUMMARY}"  # an active memory, not a summary of others
+# AutoMem's own cluster summaries (no vector): never scored, forgotten, counted or embedded by us.
+NOT_AUTOMEM_SUMMARY = f"NOT m:{AUTOMEM_SUMMARY_LABEL}"
 # A memory that was never scored counts as fully relevant until decay scores it.
 RELEVANCE = "coalesce(m.relevance_score, 1.0)"
 # A memory's relationships, every edge counted (as AutoMem counts them): a supersession is two, SUPERSEDES and the
@@ -37,6 +40,7 @@ OUR_T_INVALID_UNDONE = ("o.t_invalid = CASE WHEN o.t_invalid_set_by = 'consolida
                         "o.t_invalid_set_by = null")
 SCORING_COLUMNS = (f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
                    f"{DEGREE}, {SUPERSEDED}")
+SCORING_WIDTH = 9  # columns of SCORING_COLUMNS
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
 SCRUB_PAGE = 2000  # records read at once when an erase rewrites them
 # What an incremental decay or forget reads besides the memories due and touched: the condition, the Lookup field
@@ -51,7 +55,7 @@ SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they ar
 # properties: FalkorDB indexes each element, so "memories holding term t" is an index lookup), and the keys of
 # the dedup model judge's cached verdicts (stores/verdicts.py).
 INDEXES = (("Memory", "id"), ("RequestRecord", "key"), ("RequestRecord", "memory_id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
-           ("Tombstone", "memory_id"), ("Tombstone", CHANGE), ("ConsolidationRun", "id"), ("MergeRecord", "id"),
+           ("Tombstone", "memory_id"), ("Tombstone", CHANGE), (RUN_LABEL, "id"), ("MergeRecord", "id"),
            ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"), ("Entity", "id"),
            ("EntityMerge", "id"), ("EntityMerge", "alias_id"))
 
@@ -74,6 +78,7 @@ class ScoringInputs:
     relevance: np.ndarray
     relationship_counts: np.ndarray
     superseded: np.ndarray  # a newer memory superseded it: it decays as if unused since it was made
+    current: np.ndarray  # neither archived, merged nor superseded: its score is not capped (scoring.as_stored)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -236,10 +241,14 @@ class GraphStore:
         return int(rows[0][0]) if rows and rows[0][0] is not None else 0
 
     def count_memories(self) -> int:
-        return int(self.falkor.execute("MATCH (m:Memory) RETURN count(m)", read_only=True)[0][0])
+        """Memories and our summaries (each has a vector), AutoMem's summaries aside: two label counts."""
+        counts = [int(self.falkor.execute(f"MATCH (m:{label}) RETURN count(m)", read_only=True)[0][0])
+                  for label in ("Memory", AUTOMEM_SUMMARY_LABEL)]
+        return counts[0] - counts[1]
 
     def all_memory_ids(self) -> list[str]:
-        columns = self.falkor.scan_memories("true", "m.id")
+        """Every memory that should have a vector (AutoMem's summaries have none)."""
+        columns = self.falkor.scan_memories(NOT_AUTOMEM_SUMMARY, "m.id")
         return columns[0] if columns else []
 
     # --- decay -----------------------------------------------------------------------------------
@@ -247,7 +256,7 @@ class GraphStore:
     def scoring_inputs(self, importance_threshold: float | None, lookup: Lookup | None = None) -> ScoringInputs:
         """The active memories decay scores (all of them, or those at or above the importance threshold; only
         those the lookup names, if given)."""
-        where = f"{ACTIVE} AND {self.scoping.where()}"
+        where = f"{ACTIVE} AND {NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}"
         params = self.scoping.params()
         if importance_threshold is not None:
             where += " AND coalesce(m.importance, 0.5) >= $threshold"
@@ -256,9 +265,10 @@ class GraphStore:
 
     def scoring_inputs_of(self, ids: Sequence[str]) -> ScoringInputs:
         """scoring_inputs for these memories, whatever their state."""
-        rows = self.falkor.read_chunks(f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN {SCORING_COLUMNS}",
-                                       list(ids), 5000)
-        return _scoring_inputs([list(column) for column in zip(*rows)])
+        rows = self.falkor.read_chunks(
+            f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN {SCORING_COLUMNS}, {CURRENT}", list(ids), 5000)
+        columns = [list(column) for column in zip(*rows)]
+        return _scoring_inputs(columns[:SCORING_WIDTH], booleans(columns[SCORING_WIDTH]) if columns else None)
 
     def _memories(self, where: str, returns: str, params: dict[str, Any], lookup: Lookup | None) -> list[list[Any]]:
         """`returns` (starting with m.id, id(m)) as columns for the memories matching `where`: every one, or
@@ -359,7 +369,8 @@ class GraphStore:
             raise ValueError(f"unknown association relation {relation}")
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) "
-            f"WHERE NOT (a)--(b) CREATE (a)-[r:{relation}]->(b) SET r = row.props {touched(ids_of('a', 'b'))}",
+            f"WHERE NOT (a)--(b) CREATE (a)-[r:{relation}]->(b) SET r = row.props, {mark('r')} "
+            f"{touched(ids_of('a', 'b'))}",
             list(rows),
             chunk=500,
         )
@@ -439,7 +450,7 @@ class GraphStore:
         )
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (p:Memory {id: row[0]}), (m:Memory {id: row[1]}) "
-            f"MERGE (p)-[:SUMMARIZES]->(m) {touched(ids_of('p', 'm'))}",
+            f"MERGE (p)-[s:SUMMARIZES]->(m) SET {mark('s')} {touched(ids_of('p', 'm'))}",
             [list(pair) for pair in added],
         )
 
@@ -470,22 +481,24 @@ class GraphStore:
 
     def forget_inputs(self, lookup: Lookup | None = None) -> ForgetInputs:
         """Every memory, archived and merged ones too (or those the lookup names), with what the forgetting
-        rules look at."""
+        rules look at; AutoMem's summaries are AutoMem's to keep or drop."""
         columns = self._memories(
-            self.scoping.where(), f"{SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, "
-            "m.restored_at, m.merged_into IS NOT NULL, m.held_until", self.scoping.params(), lookup)
+            f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}",
+            f"{SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at, "
+            "m.merged_into IS NOT NULL, m.held_until", self.scoping.params(), lookup)
         if not columns:
             empty, none = np.zeros(0), np.zeros(0, bool)
             return ForgetInputs(_scoring_inputs([]), none, [], none, [], empty, none, empty)
+        archived, merged = booleans(columns[SCORING_WIDTH]), booleans(columns[SCORING_WIDTH + 5])
         return ForgetInputs(
-            scoring=_scoring_inputs(columns[:9]),
-            archived=booleans(columns[9]),
-            types=[t or "Memory" for t in columns[10]],
-            protected=booleans(columns[11]),
-            protected_reasons=list(columns[12]),
-            restored=epoch_seconds(columns[13]),
-            merged=booleans(columns[14]),
-            held_until=epoch_seconds(columns[15]),
+            scoring=_scoring_inputs(columns[:SCORING_WIDTH], ~archived & ~merged),
+            archived=archived,
+            types=[t or "Memory" for t in columns[SCORING_WIDTH + 1]],
+            protected=booleans(columns[SCORING_WIDTH + 2]),
+            protected_reasons=list(columns[SCORING_WIDTH + 3]),
+            restored=epoch_seconds(columns[SCORING_WIDTH + 4]),
+            merged=merged,
+            held_until=epoch_seconds(columns[SCORING_WIDTH + 6]),
         )
 
     def archive(self, ids: Sequence[str], archived_at: str, reasons: Mapping[str, str] | None = None) -> None:
@@ -512,7 +525,7 @@ class GraphStore:
         """Every memory's id, whether it is archived, merged and superseded, and its scope key (what the vector
         payload mirrors)."""
         columns = self.falkor.scan_memories(
-            "true", "m.id, m.archived, m.merged_into IS NOT NULL, m.superseded_by IS NOT NULL, "
+            NOT_AUTOMEM_SUMMARY, "m.id, m.archived, m.merged_into IS NOT NULL, m.superseded_by IS NOT NULL, "
             f"{self.scoping.key_expression()}")
         if not columns:
             empty = np.zeros(0, bool)
@@ -561,20 +574,38 @@ class GraphStore:
                 after = rows[-1][0]
         return changed
 
+    def validity_ends(self, ids: Sequence[str] | None = None) -> dict[str, Any]:
+        """Each of these memories' t_invalid (None: still valid), by id; with no ids, those of every memory that
+        has one."""
+        # Parsed values: a client's t_invalid may be epoch seconds, which the payload must keep a number.
+        if ids is None:
+            return dict(self.falkor.scan_records("m.t_invalid IS NOT NULL", "m.id, m.t_invalid"))
+        return dict(self.falkor.record_chunks("UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, m.t_invalid",
+                                              list(ids), 5000))
+
+    def lifted_above(self, cap: float) -> tuple[list[int], list[str]]:
+        """The memories no longer current (archived, merged, superseded) whose stored score is above `cap` (node
+        ids, memory ids): another writer lifted it (AutoMem's decay and forget rescore every memory they see)."""
+        rows = self.falkor.scan_records(
+            f"m.relevance_score > {float(cap)!r} AND {NOT_AUTOMEM_SUMMARY} AND (coalesce(m.archived, false) = true "
+            "OR m.merged_into IS NOT NULL OR m.superseded_by IS NOT NULL)", "id(m), m.id")
+        return [row[0] for row in rows], [row[1] for row in rows]
+
     def unsupersede(self, newer: str, older: str) -> None:
         """Undo one supersession: the edges between the two go, and the older memory's marks with them (a mark
         another newer memory set stays)."""
         self.falkor.execute(
             NEXT_CHANGE + "MATCH (n:Memory {id: $newer}), (o:Memory {id: $older}) "
-            "OPTIONAL MATCH (n)-[s:SUPERSEDES]->(o) DELETE s WITH n, o, change "
-            "OPTIONAL MATCH (o)-[e:EVOLVED_INTO]->(n) DELETE e WITH DISTINCT n, o, change "
+            f"OPTIONAL MATCH (n)-[s:SUPERSEDES]->(o) WHERE {is_ours('s')} DELETE s WITH n, o, change "
+            f"OPTIONAL MATCH (o)-[e:EVOLVED_INTO]->(n) WHERE {is_ours('e')} DELETE e WITH DISTINCT n, o, change "
             "WHERE o.superseded_by = $newer "
             f"SET o.superseded_by = null, o.superseded_at = null, {OUR_T_INVALID_UNDONE} "
             f"{touched(ids_of('n', 'o'))}", {"newer": newer, "older": older})
 
     def unlink(self, ids: Sequence[str]) -> list[str]:
         """Remove every edge between these memories and other memories, and the superseded_by marks the
-        SUPERSEDES edges among them stood for; returns the memories no longer superseded."""
+        SUPERSEDES edges among them stood for; returns the memories no longer superseded. AutoMem's edges go too:
+        an administrator moved these memories to another scope, and no edge may lead from one scope to another."""
         cleared = [row[0] for row in self.falkor.execute(  # a few memories at a time: those an overwrite moves
             "UNWIND $ids AS id MATCH (:Memory {id: id})-[:SUPERSEDES]->(o:Memory) WHERE o.superseded_by = id "
             f"SET o.superseded_by = null, o.superseded_at = null, {OUR_T_INVALID_UNDONE} RETURN o.id",
@@ -588,11 +619,15 @@ class GraphStore:
         return cleared + list(ids)
 
 
-def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:
+def _scoring_inputs(columns: list[list[Any]], unarchived: np.ndarray | None = None) -> ScoringInputs:
+    """ScoringInputs from SCORING_COLUMNS; `unarchived`: which are neither archived nor merged (None: all, as
+    decay reads only those)."""
     if not columns:
         empty = np.zeros(0)
-        return ScoringInputs([], np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty, np.zeros(0, bool))
+        none = np.zeros(0, bool)
+        return ScoringInputs([], np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty, none, none)
     ids, node_ids, created, accessed, importance, confidence, relevance, degree, superseded = columns
+    superseded = booleans(superseded)
     return ScoringInputs(
         ids=list(ids),
         node_ids=np.array(node_ids, dtype=np.int64),
@@ -602,7 +637,8 @@ def _scoring_inputs(columns: list[list[Any]]) -> ScoringInputs:
         confidence=floats(confidence),
         relevance=floats(relevance),
         relationship_counts=np.array(degree, dtype=np.float64),
-        superseded=booleans(superseded),
+        superseded=superseded,
+        current=~superseded if unarchived is None else unarchived & ~superseded,
     )
 
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ..memory import BUILT_IN_EMBEDDER, EMBEDDED_BY
 from ..scopes import Scoping
+from .authors import is_ours, mark, with_mark
 from .changes import CHANGE, MARK_SUMMARIES, NEXT_CHANGE, changed_after, ids_of, touched
 from .falkor import Falkor, booleans, chunked, floats
 from .graph import ACTIVE_MEMORY, DEGREE, Listing
@@ -276,7 +277,7 @@ class HygieneStore:
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (d:Memory {id: row.duplicate_id}), "
             "(c:Memory {id: row.canonical_id}) MERGE (d)-[r:MERGED_INTO]->(c) "
             "ON CREATE SET r.similarity = row.similarity, r.reason = row.reason, "
-            "r.merged_at = row.merged_at, r.origin = 'consolidation' "
+            f"r.merged_at = row.merged_at, r.origin = 'consolidation', {mark('r')} "
             "SET d.archived = true, d.archived_at = row.merged_at, d.merged_into = row.canonical_id, "
             f"d.merged_at = row.merged_at, d.{CHANGE} = change",
             [_row(r) for r in records], chunk=500)
@@ -295,15 +296,18 @@ class HygieneStore:
                                  [r["id"] for r in records])
 
     def _repoint_edges(self, records: list[dict[str, Any]]) -> None:
-        """Each duplicate's edges move to its canonical (unless the canonical has one like it already), marked
-        with where they came from; then the duplicate's own edges go."""
+        """Each duplicate's edges are re-pointed to its canonical (unless the canonical has one like it already),
+        marked with where they came from; then the duplicate's own edges of ours go. AutoMem's (its own and its
+        clients') are copied, as they were, and stay on the duplicate too: nothing of ours deletes or rewrites
+        an edge it did not write, and the canonical still holds the relation for a reader of it."""
         grouped = {r["duplicate_id"] for r in records}
         moved = []
         for record in records:
             for edge in record["duplicate"]["edges"]:
                 if edge["other_id"] in grouped or edge["other_id"] == record["canonical_id"]:
                     continue
-                props = {**edge["properties"], "repointed_from":
+                # An old edge of ours gains the mark; a copy of AutoMem's keeps its properties (read as AutoMem's).
+                props = {**with_mark(edge["type"], edge["properties"]), "repointed_from":
                          edge["properties"].get("repointed_from", record["duplicate_id"])}
                 moved.append({**edge, "properties": props, "canonical": record["canonical_id"]})
         for (relation, outgoing), edges in edge_groups(moved).items():
@@ -312,8 +316,8 @@ class HygieneStore:
                 NEXT_CHANGE + "UNWIND $rows AS e MATCH (c:Memory {id: e.canonical}), (o:Memory {id: e.other_id}) "
                 f"MERGE {pattern} ON CREATE SET r = e.properties {touched(ids_of('o'))}", edges, chunk=500)
         self.falkor.write_chunks(
-            NEXT_CHANGE + "UNWIND $rows AS id MATCH (d:Memory {id: id})-[r]-(x) WHERE type(r) <> 'MERGED_INTO' "
-            f"OR id(startNode(r)) <> id(d) DELETE r {touched(ids_of('x'))}", sorted(grouped))
+            NEXT_CHANGE + "UNWIND $rows AS id MATCH (d:Memory {id: id})-[r]-(x) WHERE (type(r) <> 'MERGED_INTO' "
+            f"OR id(startNode(r)) <> id(d)) AND {is_ours('r')} DELETE r {touched(ids_of('x'))}", sorted(grouped))
 
     # --- undoing a merge ---------------------------------------------------------------------------------------
 
@@ -422,9 +426,9 @@ class HygieneStore:
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (n:Memory {id: row.newer}), (o:Memory {id: row.older}) "
             "MERGE (n)-[r:SUPERSEDES]->(o) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
-            "r.detected_at = $at, r.origin = $origin "
+            f"r.detected_at = $at, r.origin = $origin, {mark('r')} "
             "MERGE (o)-[e:EVOLVED_INTO]->(n) ON CREATE SET e.confidence = row.confidence, e.reason = row.reason, "
-            "e.updated_at = $at, e.origin = $origin "
+            f"e.updated_at = $at, e.origin = $origin, {mark('e')} "
             "SET o.t_invalid_set_by = CASE WHEN o.t_invalid IS NULL THEN 'consolidation' ELSE o.t_invalid_set_by END "
             "SET o.t_invalid = coalesce(o.t_invalid, n.timestamp, $at) "
             f"SET o.superseded_by = row.newer, o.superseded_at = $at, o.{CHANGE} = change {touched(ids_of('n'))}",
@@ -437,7 +441,7 @@ class HygieneStore:
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (a:Memory {id: row.a}), (b:Memory {id: row.b}) "
             "MERGE (a)-[r:CONTRADICTS]->(b) ON CREATE SET r.confidence = row.confidence, r.reason = row.reason, "
-            f"r.detected_at = $at, r.origin = 'consolidation' {touched(ids_of('a', 'b'))}",
+            f"r.detected_at = $at, r.origin = 'consolidation', {mark('r')} {touched(ids_of('a', 'b'))}",
             list(rows), chunk=500, at=at)
 
 

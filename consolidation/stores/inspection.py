@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..lifecycle.states import state_of
+from .authors import OURS, RUN_LABEL, WRITTEN_BY, author_of, is_ours
 from .falkor import Falkor
 from .graph import ACTIVE_MEMORY, NOT_SUMMARY
 from .runs import decode_run
@@ -46,7 +47,7 @@ class InspectionStore:
         recorded state when asked."""
         conditions = ["($task IS NULL OR r.tasks CONTAINS $quoted)", "($trigger IS NULL OR r.trigger = $trigger)",
                       "($state IS NULL OR r.state = $state)"]
-        where = "MATCH (r:ConsolidationRun) WHERE " + " AND ".join(conditions)
+        where = f"MATCH (r:{RUN_LABEL}) WHERE " + " AND ".join(conditions)
         params = {"task": task, "quoted": f'"{task}"', "trigger": trigger, "state": state}
         rows = self.falkor.records(
             f"{where} WITH r ORDER BY r.started_at DESC, r.id SKIP $offset LIMIT $limit RETURN properties(r)",
@@ -128,18 +129,21 @@ class InspectionStore:
         return Page([dict(zip(names, row)) for row in rows],
                     self._count("MATCH (:Memory)-[s:SUPERSEDES]->(:Memory)", "s"))
 
-    def links(self, relation: str, limit: int, offset: int) -> Page:
-        """CONTRADICTS or DISCOVERED edges, newest first, with both memories' texts, kind, confidence and reason."""
+    def links(self, relation: str, limit: int, offset: int, written_by: str = OURS) -> Page:
+        """CONTRADICTS or DISCOVERED edges, newest first, with both memories' texts, kind, confidence and reason:
+        ours (our decisions), or those AutoMem or its clients wrote (`written_by` THEIRS)."""
+        whose = is_ours("r") if written_by == OURS else f"NOT coalesce({is_ours('r')}, false)"
+        match = f"MATCH (a:Memory)-[r:{LINK_RELATIONS[relation]}]->(b:Memory) WHERE {whose}"
+        # AutoMem's edges carry updated_at where ours carry when they were detected or discovered.
+        at = "coalesce(r.detected_at, r.discovered_at, r.created_at, r.updated_at)"
         rows = self.falkor.records(
-            f"MATCH (a:Memory)-[r:{LINK_RELATIONS[relation]}]->(b:Memory) WITH a, r, b "
-            "ORDER BY coalesce(r.detected_at, r.discovered_at, r.created_at) DESC, a.id, b.id "
-            "SKIP $offset LIMIT $limit "
+            f"{match} WITH a, r, b ORDER BY {at} DESC, a.id, b.id SKIP $offset LIMIT $limit "
             "RETURN a.id, left(a.content, $chars), b.id, left(b.content, $chars), r.kind, r.confidence, r.reason, "
-            "coalesce(r.detected_at, r.discovered_at, r.created_at)",
+            f"{at}",
             {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
         names = ("from_id", "from_content", "to_id", "to_content", "kind", "confidence", "reason", "detected_at")
-        return Page([dict(zip(names, row)) for row in rows],
-                    self._count(f"MATCH (:Memory)-[r:{LINK_RELATIONS[relation]}]->(:Memory)", "r"))
+        return Page([{**dict(zip(names, row)), "written_by": written_by} for row in rows],
+                    self._count(match, "r"))
 
     def texts(self, ids: list[str]) -> dict[str, str | None]:
         """The start of each memory's text: from its node, or from its tombstone if it was deleted since."""
@@ -159,11 +163,13 @@ class InspectionStore:
         other memory's text and state (whether it is still current: a stale end shows as such)."""
         rows = self.falkor.records(
             "MATCH (m:Memory {id: $id})-[r]-(o:Memory) RETURN type(r), id(startNode(r)) = id(m), o.id, o.type, "
-            f"left(o.content, $chars), r.kind, r.confidence, r.reason, {OTHER_STATE}, o.superseded_by LIMIT $limit",
+            f"left(o.content, $chars), r.kind, r.confidence, r.reason, {OTHER_STATE}, o.superseded_by, "
+            f"r.{WRITTEN_BY} LIMIT $limit",
             {"id": memory_id, "chars": PREVIEW_CHARS, "limit": limit}, read_only=True)
         names = ("relation", "outgoing", "other_id", "other_type", "other_content", "kind", "confidence", "reason",
                  "other_state", "other_superseded_by")
-        return [{**dict(zip(names, row)), "outgoing": row[1] is True or row[1] == "true"} for row in rows]
+        return [{**dict(zip(names, row)), "outgoing": row[1] is True or row[1] == "true",
+                 "written_by": author_of({WRITTEN_BY: row[-1]})} for row in rows]
 
     def events_of(self, memory_id: str) -> list[dict[str, Any]]:
         """What happened to the memory, oldest first: created, merged (and undone), superseded, archived,
@@ -193,7 +199,7 @@ class InspectionStore:
     def _with_runs(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each event with the real run that was going on at its moment (none: an administrator or a client)."""
         runs = self.falkor.execute(
-            "MATCH (r:ConsolidationRun) WHERE coalesce(r.dry_run, false) = false AND r.finished_at IS NOT NULL "
+            f"MATCH (r:{RUN_LABEL}) WHERE coalesce(r.dry_run, false) = false AND r.finished_at IS NOT NULL "
             "RETURN r.id, r.started_at, r.finished_at", read_only=True)
         for event in events:
             at = str(event["at"])

@@ -16,7 +16,8 @@ from ..similarity import normalized
 from .falkor import chunked
 from .vector_cache import VectorCache
 from .vector_index import IndexSizes, VectorIndex
-from .vectors import INDEXED_FIELDS, UPSERT_CHUNK, Hit, SearchFilter, VectorPoint, archive_marks, as_matrix, in_order
+from .vectors import (INDEXED_FIELDS, UPSERT_CHUNK, Hit, SearchFilter, VectorPoint, archive_marks, as_matrix, in_order,
+                      stated)
 
 log = logging.getLogger(__name__)
 SCROLL_PAGE = 10000
@@ -55,13 +56,16 @@ class EdgeVectorStore:
     def upsert(self, points: Sequence[VectorPoint]) -> None:
         for part in chunked(points, UPSERT_CHUNK):
             matrix = np.asarray([p.vector for p in part], dtype=np.float32)
-            batch = [qe.Point(p.id, row.tolist(), p.payload) for p, row in zip(part, matrix)]
+            # A point AutoMem archived gets its state: Edge cannot match `archived: true` in a filter (a bool
+            # arrives as 1 and matches nothing), so the state condition must cover it.
+            payloads = [stated(p.payload) for p in part]
+            batch = [qe.Point(p.id, row.tolist(), payload) for p, row, payload in zip(part, matrix, payloads)]
             ids = [p.id for p in part]
             with self._lock:
                 self._update(qe.UpdateOperation.upsert_points(batch))
                 if self._cache is not None:
                     self._cache.put(ids, matrix)
-                self.index.put(ids, normalized(matrix), [p.payload for p in part])
+                self.index.put(ids, normalized(matrix), payloads)
 
     def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         if self._cache is None and len(ids) > BULK_READ:
@@ -95,6 +99,14 @@ class EdgeVectorStore:
 
     def set_scopes(self, ids: Sequence[str], scope: str) -> None:
         self._set_marks(ids, {"scope": scope})
+
+    def set_fields(self, ids: Sequence[str], fields: Sequence[dict]) -> None:
+        present = self._present(ids)
+        for memory_id, own in zip(ids, fields):  # one call per point, as set_relevance
+            if memory_id in present:
+                with self._lock:
+                    self._update(qe.UpdateOperation.set_payload([memory_id], own))
+                    self.index.mark([memory_id], own)
 
     def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
         self.ping()

@@ -12,7 +12,8 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from ..errors import StoreMismatch, StoreUnavailable
 from .falkor import chunked
-from .vectors import INDEXED_FIELDS, UPSERT_CHUNK, Hit, SearchFilter, VectorPoint, archive_marks, as_matrix, in_order
+from .vectors import (ARCHIVED, INDEXED_FIELDS, UPSERT_CHUNK, Hit, SearchFilter, VectorPoint, archive_marks, as_matrix,
+                      in_order)
 
 SCROLL_PAGE = 2000
 PAYLOAD_BATCH = 1000
@@ -126,6 +127,14 @@ class QdrantServerStore:
         self._set_marks(ids, {"scope": scope})
 
     @_outages_are_unavailable
+    def set_fields(self, ids: Sequence[str], fields: Sequence[dict]) -> None:
+        present = set(self._existing(ids))
+        operations = [models.SetPayloadOperation(set_payload=models.SetPayload(payload=own, points=[memory_id]))
+                      for memory_id, own in zip(ids, fields) if memory_id in present]
+        for part in chunked(operations, PAYLOAD_BATCH):
+            self.client.batch_update_points(self.collection, update_operations=list(part), wait=True)
+
+    @_outages_are_unavailable
     def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
         found = self.client.query_points(self.collection, query=np.asarray(vector, np.float32).tolist(),
                                          limit=limit, query_filter=_server_filter(where), with_payload=True,
@@ -184,6 +193,11 @@ def _server_filter(where: SearchFilter) -> models.Filter | None:
         must.append(models.FieldCondition(key="type", match=models.MatchAny(any=list(where.types))))
     if where.without_states:
         must_not.append(models.FieldCondition(key="state", match=models.MatchAny(any=list(where.without_states))))
+    if ARCHIVED in where.without_states:  # a point AutoMem archived: no state, `archived: true`
+        archived = models.FieldCondition(key="archived", match=models.MatchValue(value=True))
+        # The state condition first: it is indexed, and settles every point we wrote.
+        must_not.append(models.Filter(must=[models.IsEmptyCondition(is_empty=models.PayloadField(key="state")),
+                                            archived]))
     if where.without_types:
         must_not.append(models.FieldCondition(key="type", match=models.MatchAny(any=list(where.without_types))))
     if where.without_superseded:

@@ -10,6 +10,7 @@ from typing import Any
 
 from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, NEXT_CHANGE, STAMP, changed_after, ids_of,
                       touched)
+from .authors import AUTOMEM_SUMMARY_LABEL, OURS, author_of, with_mark
 from .falkor import Falkor
 
 SNAPSHOT_CHUNK = 500
@@ -125,7 +126,8 @@ class TombstoneStore:
                      ) -> int:
         """Recreate the node with these properties and every edge whose other end still exists; idempotent.
         Returns the edges restored."""
-        node_labels = ":Memory:MetaPattern" if "MetaPattern" in labels else ":Memory"
+        node_labels = "".join(f":{label}" for label in ("Memory", "MetaPattern", AUTOMEM_SUMMARY_LABEL)
+                              if label == "Memory" or label in labels)
         self.falkor.execute(NEXT_CHANGE + f"MERGE (m{node_labels} {{id: $id}}) SET m = $props SET {STAMP}",
                             {"id": properties["id"], "props": properties})
         return restore_edges(self.falkor, properties["id"], edges)
@@ -177,17 +179,24 @@ def snapshot(falkor: Falkor, ids: Sequence[str], edges_of: Collection[str] | Non
 def restore_edges(falkor: Falkor, memory_id: str, edges: Sequence[dict[str, Any]]) -> int:
     """Recreate these edges of a memory whose other end still exists (MERGE: twice changes nothing). A merge's
     own edge is never brought back: a restored memory is active (it points nowhere), and what was merged into it
-    was handed on, restored or deleted since, so its merged_into says where it belongs now."""
+    was handed on, restored or deleted since, so its merged_into says where it belongs now. An edge of ours
+    gets its kept properties back; AutoMem's is only made again if it is gone (one still there is left as its
+    writer has it now)."""
     restored = 0
-    edges = [edge for edge in edges if edge["type"] != "MERGED_INTO"]
-    for (relation, outgoing), group in edge_groups(edges).items():
-        pattern = f"(m)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(m)"
-        rows = falkor.execute(
-            NEXT_CHANGE + "MATCH (m:Memory {id: $id}) UNWIND $rows AS e MATCH (o:Memory {id: e.other_id}) "
-            f"MERGE {pattern} SET r = e.properties {touched(ids_of('m', 'o'), counting='count(r)')}",
-            {"id": memory_id, "rows": group},
-        )
-        restored += int(rows[0][0]) if rows else 0
+    # An edge of ours kept from before edges carried the mark comes back with it; AutoMem's come back as they were.
+    edges = [{**edge, "properties": with_mark(edge["type"], edge["properties"])}
+             for edge in edges if edge["type"] != "MERGED_INTO"]
+    for ours in (True, False):
+        chosen = [edge for edge in edges if (author_of(edge["properties"]) == OURS) == ours]
+        setting = "SET r = e.properties" if ours else "ON CREATE SET r = e.properties"
+        for (relation, outgoing), group in edge_groups(chosen).items():
+            pattern = f"(m)-[r:{relation}]->(o)" if outgoing else f"(o)-[r:{relation}]->(m)"
+            rows = falkor.execute(
+                NEXT_CHANGE + "MATCH (m:Memory {id: $id}) UNWIND $rows AS e MATCH (o:Memory {id: e.other_id}) "
+                f"MERGE {pattern} {setting} {touched(ids_of('m', 'o'), counting='count(r)')}",
+                {"id": memory_id, "rows": group},
+            )
+            restored += int(rows[0][0]) if rows else 0
     return restored
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import faiss
 import numpy as np
 
+from ..heap import keep_out_of_collections
 from .vectors import SearchFilter
 
 log = logging.getLogger(__name__)
@@ -104,9 +105,13 @@ class Marks:
 
     def set(self, labels: np.ndarray, payloads: Sequence[dict]) -> None:
         """The marks of whole payloads (a point written again loses the fields its new payload lacks)."""
-        for name in ("state", "scope", "type"):
+        for name in ("scope", "type"):
             codes = self.codes[name]
             getattr(self, name)[labels] = [codes.of(p.get(name)) for p in payloads]
+        # A point AutoMem wrote has no state: `archived: true` stands for it, as in the stores' filters.
+        states = self.codes["state"]
+        self.state[labels] = [states.of("archived" if p.get("state") is None and p.get("archived") is True
+                                        else p.get("state")) for p in payloads]
         self.superseded[labels] = [p.get("superseded") is True for p in payloads]
 
     def update(self, labels: np.ndarray, marks: dict) -> None:
@@ -420,6 +425,8 @@ class VectorIndex:
             self._built.set()
         log.info("vector index built points=%d codes=%d (before: %s)", labels.size, cells.size,
                  previous.built_for if previous else None)
+        # The labels and the store's copy are the process's largest containers, and all there is to them now.
+        keep_out_of_collections()
 
     def _read(self, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The labels among these still alive and their vectors (read together under the store's lock)."""

@@ -12,11 +12,15 @@ from ..scopes import Scoping
 
 # What a filtered vector search can read without the graph: a memory's score, type, where it is in its
 # lifecycle (state: active / archived / merged; superseded: a newer memory changed it) and its scope (the key
-# Scoping.key_of gives; "" with no scope properties).
-PAYLOAD_FIELDS = ("relevance_score", "archived", "type", "state", "superseded", "scope")
+# Scoping.key_of gives; "" with no scope properties). Beside them what AutoMem's recall filters a vector hit on
+# (archived, t_valid, t_invalid: a superseded memory is invalid from its newer one's time) and what its creative
+# and cluster passes select on (relevance_score, capped for a memory no longer current: scoring.as_stored).
+# A point AutoMem wrote has no state: `archived: true` stands for it (SearchFilter).
+PAYLOAD_FIELDS = ("relevance_score", "archived", "type", "state", "superseded", "scope", "t_valid", "t_invalid")
 # The payload fields a recall filters on, indexed in both stores so that a filtered search stays a graph walk.
 INDEXED_FIELDS = {"state": "keyword", "superseded": "bool", "scope": "keyword", "type": "keyword"}
 UPSERT_CHUNK = 256
+ARCHIVED = "archived"  # the state an archive sets (lifecycle.states.ARCHIVED; stores do not import lifecycle)
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,8 @@ class VectorPoint:
 class SearchFilter:
     """What a recall may see: points of one scope (None: any), without these states and types, only these
     types (None: any), and not superseded when `current`. A point without a field passes a condition on it
-    unless the condition requires the field (scope, types)."""
+    unless the condition requires the field (scope, types); one without `state` (AutoMem wrote it) is in state
+    'archived' when its payload says `archived: true`."""
 
     scope: str | None = None
     without_states: tuple[str, ...] = ()
@@ -76,6 +81,10 @@ class VectorStore(Protocol):
 
     def set_superseded(self, ids: Sequence[str], superseded: bool) -> None:
         """Mirror a supersession (or its undoing) into the payload; ids without a point are skipped."""
+
+    def set_fields(self, ids: Sequence[str], fields: Sequence[dict]) -> None:
+        """Set each point's own payload fields (one dict per id; its other fields stay); ids without a point are
+        skipped."""
 
     def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
         """The `limit` points most similar to `vector` (cosine) among those `where` lets through, best first
@@ -123,7 +132,17 @@ def payload_of(memory: dict, scoping: Scoping) -> dict:
         "type": memory.get("type"),
         "state": "merged" if memory.get("merged_into") else "archived" if archived else "active",
         "superseded": memory.get("superseded_by") is not None,
+        "t_valid": memory.get("t_valid"),
+        "t_invalid": memory.get("t_invalid"),
     }
+
+
+def stated(payload: dict) -> dict:
+    """The payload, with state 'archived' if it has no state but says `archived: true` (AutoMem archived it), as
+    SearchFilter reads it; any other payload as it is."""
+    if payload.get("state") is None and payload.get("archived") is True:
+        return {**payload, "state": ARCHIVED}
+    return payload
 
 
 def archive_marks(archived: bool, state: str | None) -> dict:

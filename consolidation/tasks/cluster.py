@@ -157,6 +157,7 @@ def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str])
     if retired:
         ctx.graph.retire_meta_patterns(retired, to_iso(ctx.now))
         ctx.vectors.set_archived(retired, True)
+        ctx.lifecycle.rescore(retired, ctx.now)  # capped: AutoMem's passes would read a retired summary as alive
     # Each summary written or retired was built from current members: no rebuild left to do for it.
     ctx.graph.summaries_rebuilt([p["id"] for p in patterns] + list(retired))
 

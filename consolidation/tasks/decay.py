@@ -1,5 +1,6 @@
 """Decay: rescore the active memories' relevance and write the changed scores to the graph and Qdrant (every
-memory in a full pass; in an incremental one, those whose score could have moved by more than epsilon)."""
+memory in a full pass; in an incremental one, those whose score could have moved by more than epsilon); a
+superseded memory's score stays capped (scoring.as_stored)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ..scoring import changed, current_relevance, distribution, relevance_due
+from ..other_engine import automem_consolidation
+from ..scoring import NOT_CURRENT_RELEVANCE, changed, distribution, relevance_due, stored_relevance
+from ..stores.automem import AutomemRecords
 from ..stores.graph import ScoringInputs
 from .context import TaskContext
 from .dues import fell_back, keep_dues, lookup_for
@@ -22,7 +25,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     lookup, fallback = lookup_for(ctx, "decay")
     inputs = ctx.graph.scoring_inputs(ctx.settings.consolidation_decay_importance_threshold, lookup)
     ctx.progress(0, len(inputs))
-    scores = current_relevance(inputs, ctx.now)
+    scores = stored_relevance(inputs, ctx.now)
     epsilon = ctx.settings.consolidation_score_epsilon
     moved = changed(inputs.relevance, scores, epsilon)
     rewrite = np.flatnonzero(moved)
@@ -32,9 +35,15 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         # Due when the score, as now stored, would next be rewritten.
         stored = np.where(moved, scores, inputs.relevance)
         keep_dues(ctx, "decay", lookup, inputs.node_ids, relevance_due(inputs, ctx.now, stored - epsilon))
+    lifted_nodes, lifted = _lifted(ctx)
+    if lifted and not dry_run:
+        capped = np.full(len(lifted), NOT_CURRENT_RELEVANCE)
+        ctx.vectors.set_relevance(lifted, capped)
+        ctx.graph.write_scores(lifted_nodes, lifted, capped)
     ctx.progress(len(inputs), len(inputs))
     return {
         **fell_back(fallback),
+        "capped_again": len(lifted),
         "memories_processed": len(inputs),
         "scores_changed": int(rewrite.size),
         "scores_unchanged": len(inputs) - int(rewrite.size),
@@ -42,6 +51,18 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         "average_after": _mean(scores),
         "distribution": distribution(scores),
     }
+
+
+def _lifted(ctx: TaskContext) -> tuple[list[int], list[str]]:
+    """Memories no longer current whose score is above the cap (scoring.as_stored): another writer lifted it, or
+    it was archived before the cap existed. Looked for in a full pass, and in every pass while AutoMem's own
+    consolidation runs (its decay and forget rescore every memory, merged and superseded ones too; no change
+    marker of ours says which). A scan of every memory's score: ~0.4 s at a million. They get the cap itself
+    (a lower score than it stays lower)."""
+    if ctx.since is not None and not automem_consolidation(*AutomemRecords(ctx.graph.falkor).read(),
+                                                           ctx.now)["consolidating"]:
+        return [], []
+    return ctx.graph.lifted_above(NOT_CURRENT_RELEVANCE)
 
 
 def _write(ctx: TaskContext, inputs: ScoringInputs, rows: np.ndarray, scores: np.ndarray) -> None:

@@ -259,6 +259,7 @@ def write_merges(ctx: TaskContext, merges: list[Merge]) -> None:
             [PlannedMerge(m.into, m.duplicates, m.similarity, m.reason) for m in merges],
             lambda canonical, duplicates: merged_fields(canonical, duplicates, MAX_COUNT), to_iso(ctx.now))
         ctx.vectors.set_archived(archived, True, state="merged")
+        ctx.lifecycle.rescore(archived, ctx.now)  # capped: no longer current
 
 
 def write_links(ctx: TaskContext, supersessions: list[Supersession], contradictions: list[Contradiction],
@@ -270,7 +271,10 @@ def write_links(ctx: TaskContext, supersessions: list[Supersession], contradicti
                            for s in ordered], now)
     olders = sorted({s.older for s in supersessions})
     # What was merged into an older memory is marked superseded with it (HygieneStore.supersede).
-    ctx.vectors.set_superseded(olders + list(ctx.hygiene.merged_into_any(olders)), True)
+    superseded = olders + list(ctx.hygiene.merged_into_any(olders))
+    ctx.vectors.set_superseded(superseded, True)
+    ctx.lifecycle.mirror_validity(olders)  # the t_invalid supersede set, where AutoMem's recall reads it
+    ctx.lifecycle.rescore(superseded, ctx.now)  # capped: no longer current
     ctx.hygiene.contradict([{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
                             for c in contradictions], now)
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..memory import graph_float
 from ..rules import ForgetDecision, ForgetPolicy, forget_decisions, forget_due
-from ..scoring import DEFAULT_IMPORTANCE, changed, current_relevance, relevance_due
+from ..scoring import DEFAULT_IMPORTANCE, as_stored, changed, current_relevance, relevance_due
 from ..stores.graph import ScoringInputs
 from ..timeutil import SECONDS_PER_DAY, days_between, to_iso
 from .context import TaskContext
@@ -42,8 +42,9 @@ class Judgement:
     to_archive: dict[str, str]
     to_delete: dict[str, str]
     leaving: int
-    rescored: np.ndarray  # positions whose stored score the pass rewrites with `relevance`
+    rescored: np.ndarray  # positions whose stored score the pass rewrites with `stored`
     relevance: np.ndarray
+    stored: np.ndarray  # the relevance as written: capped for a memory not current (archived now among them)
     grace_from: np.ndarray
     scoring: ScoringInputs
 
@@ -84,11 +85,10 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
 def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
     """The decisions on these memories now. Each is judged by its relevance now, which is written wherever the
     memory is archived or deleted now, or its stored score is stale and decay does not keep it (_scored_by_forget),
-    so a decision's relevance is what GET /memory shows."""
+    so a decision's relevance is what GET /memory shows (capped, scoring.as_stored, once the memory is archived
+    or otherwise no longer current: the decision itself reads the uncapped relevance)."""
     scoring = inputs.scoring
     relevance = current_relevance(scoring, ctx.now)
-    stale = changed(scoring.relevance, relevance, ctx.settings.consolidation_score_epsilon) & \
-        _scored_by_forget(ctx, inputs, inputs.archived)
     # A restore starts a fresh grace period: the age that protects a memory counts from the later of the two.
     grace_from = np.fmax(scoring.created, inputs.restored)
     decisions = forget_decisions(
@@ -98,7 +98,12 @@ def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
     )
     acting = [d for d in decisions if d.action != "protect"]
     at = {memory_id: i for i, memory_id in enumerate(scoring.ids)}
-    shown = np.where(stale, relevance, scoring.relevance)
+    archiving = np.zeros(len(scoring), bool)
+    archiving[[at[d.memory_id] for d in acting if d.action == "archive"]] = True
+    stored = as_stored(relevance, scoring.current & ~archiving)
+    stale = changed(scoring.relevance, stored, ctx.settings.consolidation_score_epsilon) & \
+        _scored_by_forget(ctx, inputs, inputs.archived)
+    shown = np.where(stale, stored, scoring.relevance)
     shielded = [replace(d, relevance_score=float(shown[at[d.memory_id]])) for d in decisions if d.action == "protect"]
     deleted = [d.memory_id for d in acting if d.action == "delete"]
     # A merged duplicate is out of recall already: it leaves with its canonical, restorable as long as it is.
@@ -112,15 +117,16 @@ def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
         acting=acting + leaving, shielded=shielded,
         to_archive={d.memory_id: d.reason for d in acting if d.action == "archive"},
         to_delete={d.memory_id: d.reason for d in acting + leaving if d.action == "delete"},
-        leaving=len(leaving), rescored=rescored, relevance=relevance, grace_from=grace_from, scoring=scoring)
+        leaving=len(leaving), rescored=rescored, relevance=relevance, stored=stored, grace_from=grace_from,
+        scoring=scoring)
 
 
 def _apply(ctx: TaskContext, judged: Judgement) -> None:
     rows, scoring = judged.rescored, judged.scoring
     if rows.size:  # the score shown is the score used
         ids = [scoring.ids[i] for i in rows]
-        ctx.vectors.set_relevance(ids, judged.relevance[rows])
-        ctx.graph.write_scores(scoring.node_ids[rows], ids, judged.relevance[rows])
+        ctx.vectors.set_relevance(ids, judged.stored[rows])
+        ctx.graph.write_scores(scoring.node_ids[rows], ids, judged.stored[rows])
     if judged.to_archive:
         ctx.graph.archive(list(judged.to_archive), to_iso(ctx.now), judged.to_archive)
         ctx.vectors.set_archived(list(judged.to_archive), True)
@@ -157,7 +163,7 @@ def _due(ctx: TaskContext, policy: ForgetPolicy, inputs, judged: Judgement) -> n
                      inputs.types, inputs.protected, inputs.held_until)
     if policy.enabled:
         stored = scoring.relevance.copy()
-        stored[judged.rescored] = judged.relevance[judged.rescored]
+        stored[judged.rescored] = judged.stored[judged.rescored]
         epsilon = ctx.settings.consolidation_score_epsilon
         due = np.where(_scored_by_forget(ctx, inputs, archived),
                        np.fmin(due, relevance_due(scoring, now, stored - epsilon)), due)

@@ -30,7 +30,8 @@ BYTES_PER_SEND = 8 * 1024 * 1024
 ITEMS_PER_SEND = 50_000
 SWITCH_INTERVAL_SECONDS = 0.001
 CALLS = frozenset({"upsert", "vectors", "all_vectors", "payloads", "set_relevance", "set_archived",
-                   "set_superseded", "set_scopes", "search", "delete", "count", "ids", "ping", "describe"})
+                   "set_superseded", "set_fields", "set_scopes", "search", "delete", "count", "ids", "ping",
+                   "describe"})
 
 
 class VectorServer:
@@ -150,6 +151,11 @@ class RemoteVectors:
     def set_scopes(self, ids: Sequence[str], scope: str) -> None:
         for part in _parts(ids):
             self._ask("set_scopes", part, scope)
+
+    def set_fields(self, ids: Sequence[str], fields: Sequence[dict]) -> None:
+        fields = list(fields)
+        for start in range(0, len(ids), IDS_PER_CALL):
+            self._ask("set_fields", list(ids[start:start + IDS_PER_CALL]), fields[start:start + IDS_PER_CALL])
 
     def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
         return self._ask("search", np.asarray(vector, np.float32), limit, where)

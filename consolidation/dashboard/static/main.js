@@ -89,6 +89,14 @@ function showStatus(status) {
   }
   runs.showStatus(status);
   memories.showStoreCounts(status.store_counts);
+  showAutomem(status.automem);
+}
+
+/** A plain banner while AutoMem's own consolidation writes to the same graph, naming how to turn it off. */
+function showAutomem(automem) {
+  const banner = $("automem-warning");
+  banner.textContent = automem?.warning ?? "";
+  show(banner, Boolean(automem?.warning));
 }
 
 async function pollStatus() {

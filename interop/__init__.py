@@ -1,0 +1,1 @@
+"""`make interop`: this service checked beside AutoMem's own application on one FalkorDB server and vector store."""
