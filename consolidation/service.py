@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from .embedding import Embedder, HashingEmbedder
@@ -27,7 +27,7 @@ from .timeutil import utc_now
 from .worker.process import ChildWorker, WorkerLinks
 from .worker.queue import RunQueue
 from .worker.runs import InlineRuns, QueuedRuns, Runner
-from .worker.vectors import RemoteVectors
+from .worker.vectors import RemoteVectors, RequestsInFlight
 
 log = logging.getLogger(__name__)
 MIN_OPEN_SECONDS = 5.0  # a graph used this recently (a request on it may still run) stays open beyond the cap
@@ -203,6 +203,8 @@ class Services:
     scheduler: ConsolidationScheduler
     checks: MemoryChecks  # a write's validation, run before a write makes a new graph
     worker: ChildWorker | None = None  # the worker child this serving process started (CONSOLIDATION_WORKER=child)
+    # The requests being answered now: the worker child's calls into this process's vectors wait for them.
+    in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
     _run_queue: RunQueue | None = None
 
     # The default graph's parts: what a one-graph deployment (and most tests) work with.

@@ -130,6 +130,45 @@ def test_status_names_the_worker_processes_and_where_runs_compute(queued, auth):
     assert scheduler["workers"][0]["pid"] == os.getpid()
 
 
+def test_the_vector_server_waits_while_requests_are_answered(services, app, auth, monkeypatch):
+    """A worker child's call into the serving process's vectors waits for the requests in flight (at most
+    GIVE_WAY_SECONDS): the run can wait, a request's client cannot."""
+    monkeypatch.setattr(worker_vectors, "GIVE_WAY_SECONDS", 0.3)
+    seen_during_request = []
+    real_status = services.engine.status
+    monkeypatch.setattr(services.engine, "status",
+                        lambda: seen_during_request.append(services.in_flight.busy()) or real_status())
+    assert app.test_client().get("/consolidate/status", headers=auth).status_code == 200
+    assert seen_during_request == [True] and not services.in_flight.busy()  # counted in, and out again
+
+    ids = add_memories(services, 3)
+    directory = tempfile.mkdtemp(prefix="wt-")
+    path, key = Path(directory) / "v.sock", secrets.token_bytes(16)
+    server = VectorServer(path, key, lambda name: services.graphs.get(name).stores.vectors,
+                          services.in_flight.busy)
+    remote = RemoteVectors(path, key, services.engine.graph_name)
+    try:
+        started = time.monotonic()
+        remote.set_relevance(ids[:1], [0.5])
+        idle = time.monotonic() - started
+        services.in_flight.enter()  # a request being answered
+        threading.Timer(0.1, services.in_flight.leave).start()
+        started = time.monotonic()
+        remote.set_relevance(ids[:1], [0.4])
+        waited = time.monotonic() - started
+        assert idle < 0.1 and 0.09 <= waited < 0.3  # until the request ended, not the whole 0.3 s
+        services.in_flight.enter()  # a request that lasts: the call goes ahead after GIVE_WAY_SECONDS
+        started = time.monotonic()
+        remote.set_relevance(ids[:1], [0.3])
+        assert 0.29 <= time.monotonic() - started < 1.0
+        assert services.stores.vectors.payloads(ids[:1])[ids[0]]["relevance_score"] == pytest.approx(0.3)
+    finally:
+        services.in_flight.leave()
+        remote.close()
+        server.close()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def test_the_vector_server_hands_over_every_call_exactly(services, tmp_path, monkeypatch):
     monkeypatch.setattr(worker_vectors, "BYTES_PER_SEND", 1000)  # a matrix in many pieces
     monkeypatch.setattr(worker_vectors, "IDS_PER_CALL", 7)

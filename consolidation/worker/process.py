@@ -154,7 +154,8 @@ class ChildWorker:
             # A short path (Unix socket paths end at 107 bytes), this user's only.
             self._directory = tempfile.mkdtemp(prefix="consolidation-")
             vectors_socket = Path(self._directory) / "vectors.sock"
-            self._server = VectorServer(vectors_socket, authkey, lambda name: graphs.get(name).stores.vectors)
+            self._server = VectorServer(vectors_socket, authkey, lambda name: graphs.get(name).stores.vectors,
+                                        self.services.in_flight.busy)
         falkordb_socket = graphs.connection().socket_path if settings.falkordb_host is None else None
         self._links = WorkerLinks(falkordb_socket, vectors_socket, authkey)
         self._spawn()
