@@ -29,6 +29,26 @@ control_socket = str(settings.data_dir / "gunicorn.ctl")
 shared_metrics_directory = None  # set when several workers share their metrics
 
 
+def _json_error_pages():
+    """What gunicorn refuses before the app sees it (a request line over 4,094 bytes: 414; a malformed request:
+    400) it answers with an HTML page; this service answers JSON everywhere: {"error", "detail"} instead."""
+    import json
+
+    from gunicorn import util
+
+    def write_error(sock, status_int, reason, mesg):
+        code = {400: "invalid_input", 414: "uri_too_long", 431: "headers_too_large"}.get(status_int, "http_error")
+        body = json.dumps({"error": code, "detail": f"{reason}: {mesg}"})
+        head = (f"HTTP/1.1 {status_int} {reason}\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body.encode())}\r\n\r\n")
+        util.write_nonblock(sock, (head + body).encode("latin1", "replace"))
+
+    util.write_error = write_error
+
+
+_json_error_pages()
+
+
 def on_starting(server):
     if server.cfg.workers > 1 and settings.uses_embedded_store:
         sys.exit(
@@ -36,13 +56,15 @@ def on_starting(server):
             "(FALKORDB_HOST and QDRANT_URL); the embedded stores belong to one process. "
             "Run one worker (threads give concurrency) or point the service at FalkorDB and Qdrant servers."
         )
-    if server.cfg.workers > 1:
+    if server.cfg.workers > 1 or settings.consolidation_worker == "child":
         _share_metrics_between_workers(server)
 
 
 def _share_metrics_between_workers(server):
     """prometheus-client adds up several processes' counters through files in one directory, named by
-    PROMETHEUS_MULTIPROC_DIR before any worker imports it; files left by an earlier start would be counted."""
+    PROMETHEUS_MULTIPROC_DIR before any worker imports it; files left by an earlier start would be counted.
+    Also for one worker whose runs compute in its worker child (`make run`): the child counts the runs, and
+    inherits the directory with the environment."""
     global shared_metrics_directory
     directory = settings.prometheus_multiproc_dir
     if directory is None:
@@ -52,7 +74,8 @@ def _share_metrics_between_workers(server):
         shutil.rmtree(directory, ignore_errors=True)
         os.makedirs(directory)
     shared_metrics_directory = str(directory)
-    server.log.info("metrics of %s workers shared in %s", server.cfg.workers, directory)
+    server.log.info("metrics of %s workers (and their worker children) shared in %s", server.cfg.workers,
+                    directory)
 
 
 def when_ready(server):

@@ -97,8 +97,10 @@ class StoreCollector:
                 self._graph_facts(graph.name, graph.engine, last, lease, held, counts)
             if health.get("vectors", {}).get("ok"):
                 counts.add_metric([graph.name, "vectors"], _safely(graph.stores.vectors.count, 0))
-        alive = GaugeMetricFamily("consolidation_scheduler_alive", "1 if this process's scheduler thread runs")
-        alive.add_metric([], float(self.services.scheduler.alive))
+        alive = GaugeMetricFamily("consolidation_scheduler_alive",
+                                  "1 if what computes the schedule is alive: this process's scheduler thread "
+                                  "(inline), else a worker process with a fresh heartbeat")
+        alive.add_metric([], float(self.services.scheduler_alive()))
         yield from (up, last, lease, held, counts, alive)
 
     def _graph_facts(self, name, engine, last, lease, held, counts) -> None:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from .embedding import Embedder, HashingEmbedder
 from .engine import ConsolidationEngine
@@ -194,6 +195,11 @@ class GraphRegistry:
         return graph
 
 
+# The workers' list status shows may be this old: their heartbeats are 2 s apart, and reading it costs two
+# round trips that, during a run, each wait behind the run's current write.
+WORKERS_FRESH_SECONDS = 1.0
+
+
 @dataclass
 class Services:
     """A process's services: the graphs it serves and the scheduler that consolidates them."""
@@ -246,6 +252,31 @@ class Services:
         elif mode == "child" and worker and self.worker is None:
             self.worker = ChildWorker(self)
             self.worker.start()
+
+    def scheduler_view(self) -> dict[str, Any]:
+        """What computes the schedule, and whether it is alive: the thread here (inline), or the worker processes
+        whose heartbeats are fresh (child, external; each says when it last ticked). Status, health and metrics
+        all read this, so they agree whichever process computes."""
+        settings, scheduler = self.settings, self.scheduler
+        if settings.consolidation_worker == "inline":
+            return {"enabled": settings.consolidation_scheduler_enabled, "runs_in": "inline",
+                    "alive": scheduler.alive, "tick_seconds": scheduler.tick_seconds,
+                    "last_tick_at": scheduler.last_tick_at.isoformat() if scheduler.last_tick_at else None,
+                    "last_error": scheduler.last_error}
+        workers = self.run_queue().workers(max_age_seconds=WORKERS_FRESH_SECONDS)
+        ticks = sorted(w["last_tick_at"] for w in workers if w.get("last_tick_at"))
+        errors = [w["last_error"] for w in workers if w.get("last_error")]
+        return {"enabled": settings.consolidation_scheduler_enabled, "runs_in": settings.consolidation_worker,
+                "alive": bool(workers), "tick_seconds": settings.consolidation_tick_seconds,
+                "last_tick_at": ticks[-1] if ticks else None, "last_error": "; ".join(errors) or None,
+                "workers": workers}
+
+    def scheduler_alive(self) -> bool:
+        """scheduler_view's `alive`; False when the graph store, which holds the workers' heartbeats, is down."""
+        try:
+            return bool(self.scheduler_view()["alive"])
+        except StoreUnavailable:
+            return False
 
     def run_queue(self) -> RunQueue:
         connection = self.graphs.connection()

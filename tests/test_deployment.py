@@ -151,7 +151,7 @@ def test_compose_computes_runs_in_a_worker_service_of_the_same_image_on_the_same
     assert "CONSOLIDATION_WORKER=child" in " ".join(dockerfile_stages()[-1]["ENV"])
 
 
-def test_env_example_documents_every_setting_with_its_true_default():
+def test_env_example_documents_every_setting_with_its_true_default(tmp_path):
     active, commented = env_example()
     assert SETTING_NAMES <= set(active) | set(commented), f"undocumented: {SETTING_NAMES - set(active) - set(commented)}"
     assert set(active) | set(commented) <= SETTING_NAMES | COMPOSE_ONLY
@@ -159,9 +159,11 @@ def test_env_example_documents_every_setting_with_its_true_default():
     documented = {name: value for name, value in commented.items() if name in SETTING_NAMES}
     defaults = load_settings({"ADMIN_API_TOKEN": TOKEN})
     assert load_settings({**documented, "ADMIN_API_TOKEN": TOKEN}) == defaults
-    # The example as copied, secrets still empty, is refused with the variable named.
+    # The example as copied, secrets still empty, is refused with the variable named (its DATA_DIR an empty one:
+    # the token `make run` leaves in ./data/admin_token must not stand in for it).
     with pytest.raises(SettingsError, match="ADMIN_API_TOKEN"):
-        load_settings({**active, "FALKORDB_HOST": "falkordb", "QDRANT_URL": "http://qdrant:6333"})
+        load_settings({**active, "FALKORDB_HOST": "falkordb", "QDRANT_URL": "http://qdrant:6333",
+                       "DATA_DIR": str(tmp_path)})
 
 
 def dockerfile_stages() -> list[dict[str, list[str]]]:

@@ -23,6 +23,13 @@ def test_gunicorn_serves_the_app_and_shuts_down_cleanly(tmp_path):
         status = requests.get(f"{url}/consolidate/status", headers=auth, timeout=10).json()
         assert status["scheduler"]["alive"] and status["store_counts"]["in_sync"]
         assert requests.get(f"{url}/consolidate/status?token={TOKEN}", timeout=10).status_code == 401
+        # What gunicorn refuses before the app sees it is JSON too (a request line over its 4,094 bytes).
+        too_long = requests.get(f"{url}/memories/search?q={'x' * 5000}", headers=auth, timeout=10)
+        assert too_long.status_code == 414 and too_long.headers["Content-Type"] == "application/json"
+        assert too_long.json()["error"] == "uri_too_long"
+        # A NUL in a query parameter is refused, named (FalkorDB cannot take it in a parameter: it was a 500).
+        nul = requests.get(f"{url}/memories/search?q=a%00b", headers=auth, timeout=10)
+        assert nul.status_code == 400 and nul.json()["field"] == "q" and "NUL" in nul.json()["detail"]
     finally:
         output = stop(process)
     assert process.returncode == 0, output

@@ -234,6 +234,14 @@ def test_a_served_service_runs_in_its_worker_child_and_restarts_it_after_a_kill(
         assert run["success"] and run["results"]["decay"]["memories_processed"] == 1
         record = requests.get(f"{url}/consolidate/runs/{run['run_id']}", headers=AUTH, timeout=10).json()
         assert record["holder"].split(":")[1] == str(child)
+        # Health, metrics and status agree on what computes the schedule (the child), and the child's runs count.
+        assert requests.get(f"{url}/health", timeout=10).json()["scheduler_alive"] is True
+        status = requests.get(f"{url}/consolidate/status", headers=AUTH, timeout=10).json()
+        assert status["scheduler"]["alive"] is True and status["scheduler"]["runs_in"] == "child"
+        metrics = requests.get(f"{url}/metrics", timeout=10).text
+        assert "consolidation_scheduler_alive 1.0" in metrics
+        for task in ("decay", "dedup", "creative", "cluster", "forget"):
+            assert f'consolidation_runs_total{{dry_run="false",outcome="success",task="{task}"}} 1.0' in metrics
         os.kill(child, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while worker_pid(url) == child:  # the dead one's heartbeat expires, the restarted one announces itself

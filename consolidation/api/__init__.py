@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sys
 
-from flask import Flask
+from flask import Flask, request
 from flask_cors import CORS
 
 from ..errors import GRAPH_HEADER
@@ -14,7 +14,7 @@ from ..logs import configure_logging
 from ..service import Services, build_services
 from ..settings import Settings, load_settings
 from . import consolidate, docs, entities, errors, health, inspection, memories, metrics, recall
-from .strict_request import StrictRequest
+from .strict_request import StrictRequest, refuse_unstorable_query
 
 REQUEST_SWITCH_SECONDS = 0.001  # how long a thread runs before one waiting for the GIL gets it
 
@@ -38,6 +38,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         app.register_blueprint(blueprint)
     app.after_request(metrics.count_request)
     app.before_request(services.in_flight.enter)
+    app.before_request(lambda: refuse_unstorable_query(request))
     app.teardown_request(lambda _error: services.in_flight.leave())
     _allow_origins(app, settings.cors_origins)
     # A run's Python holds the GIL while requests wait: each of a request's store round trips waited up to the

@@ -34,9 +34,6 @@ from .openapi import ADMIN, addresses_graph, amend, answers, api, uuid_in_path
 blueprint = addresses_graph(Blueprint("consolidate", __name__))
 ADMIN_ROUTE = {"security": ADMIN, "tags": ["consolidation"]}
 OPTIONAL_BODY = {"requestBody": {"required": False}}
-# The workers' list status shows may be this old: their heartbeats are 2 s apart, and reading it costs two
-# round trips that, during a run, each wait behind the run's current write.
-WORKERS_FRESH_SECONDS = 1.0
 RUN_ID = uuid_in_path("run_id", "the run's id, as POST /consolidate answered it")
 
 
@@ -73,26 +70,8 @@ def status():
         **own,
         "graphs": [{**served.engine.schedule(own if served is addressed else None),
                     "collection": svc.graphs.selection.collection(served.name)} for served in svc.graphs.all()],
-        "scheduler": _scheduler(svc),
+        "scheduler": svc.scheduler_view(),
     })
-
-
-def _scheduler(svc) -> dict:
-    """The schedule's thread here (inline), or the worker processes alive (child, external): their own
-    heartbeats say when each last ticked."""
-    settings, scheduler = svc.settings, svc.scheduler
-    if settings.consolidation_worker == "inline":
-        return {"enabled": settings.consolidation_scheduler_enabled, "runs_in": "inline", "alive": scheduler.alive,
-                "tick_seconds": scheduler.tick_seconds,
-                "last_tick_at": scheduler.last_tick_at.isoformat() if scheduler.last_tick_at else None,
-                "last_error": scheduler.last_error}
-    workers = svc.run_queue().workers(max_age_seconds=WORKERS_FRESH_SECONDS)
-    ticks = sorted(w["last_tick_at"] for w in workers if w.get("last_tick_at"))
-    errors = [w["last_error"] for w in workers if w.get("last_error")]
-    return {"enabled": settings.consolidation_scheduler_enabled, "runs_in": settings.consolidation_worker,
-            "alive": bool(workers), "tick_seconds": settings.consolidation_tick_seconds,
-            "last_tick_at": ticks[-1] if ticks else None, "last_error": "; ".join(errors) or None,
-            "workers": workers}
 
 
 @blueprint.get("/consolidate/runs/<run_id>")

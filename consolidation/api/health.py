@@ -27,6 +27,6 @@ def health():
         "status": "ok" if healthy else "degraded",
         "stores": stores,
         "embedded": svc.settings.uses_embedded_store,
-        "scheduler_alive": svc.scheduler.alive,
+        "scheduler_alive": svc.scheduler_alive(),
     }
     return jsonify(body), 200 if healthy else 503

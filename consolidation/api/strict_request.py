@@ -1,4 +1,5 @@
-"""The request class of the app: JSON bodies are read by the strict reader (json_input), never leniently."""
+"""The request class of the app: JSON bodies are read by the strict reader (json_input), never leniently, and query
+parameters holding characters no store takes are refused."""
 
 from __future__ import annotations
 
@@ -30,3 +31,11 @@ class StrictRequest(Request):
             value = parse_json(raw)
         self._strict_json = value
         return value
+
+
+def refuse_unstorable_query(request: Request) -> None:
+    """A query parameter with a NUL character is a 400 naming it: FalkorDB cannot take NUL in a parameter (a
+    search for `q=%00` was a 500), and no text the service keeps holds one (json_input refuses it in bodies)."""
+    for name, value in request.args.items(multi=True):
+        if "\x00" in name or "\x00" in value:
+            raise InvalidInput(name.replace("\x00", "\\0"), "must not contain a NUL character")
