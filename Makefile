@@ -20,7 +20,7 @@ run: setup
 	@DATA_DIR=$(DATA_DIR) BIN=$(BIN) ./scripts/start.sh
 
 # The dashboard's browser test drives Debian's Chromium (never a browser download); install it when missing,
-# alone: without its recommended packages apt upgrades nothing already installed (19 new packages, not 115).
+# alone: without its recommended packages apt upgrades nothing already installed (19-25 new packages, not 115).
 browser:
 	@command -v chromium >/dev/null 2>&1 || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium; }
 
