@@ -58,7 +58,7 @@ REPORTED_ACTIONS = {
 
 def record_task(task: str, report: dict[str, Any], dry_run: bool) -> None:
     """Count one task execution from its report."""
-    outcome = "success" if report.get("success") else "failure"
+    outcome = "success" if report.get("success") else "cancelled" if report.get("cancelled") else "failure"
     RUNS.labels(task, outcome, str(dry_run).lower()).inc()
     DURATION.labels(task).observe(report.get("seconds", 0.0))
     if dry_run or not report.get("success"):

@@ -98,6 +98,14 @@ def test_a_run_is_cancelled_at_a_safe_point_and_its_other_tasks_do_not_start(ste
     # A cancelled task is no failure: nothing is counted for the retry backoff, and nothing recorded as done.
     control = steered.engine.control.state()
     assert not control.get("failures_decay") and not control.get("last_decay")
+    # ... nor drawn or counted as one: the history marks its tasks cancelled, the trends count no failure.
+    (listed,) = client.get("/consolidate/runs", headers=client.auth).json["items"]
+    assert listed["state"] == "cancelled" and all(o["cancelled"] and o["success"] is False
+                                                  for o in listed["outcomes"].values())
+    points = client.get("/consolidate/trends", headers=client.auth).json["points"]
+    assert [(p["run_id"], p["failures"]) for p in points] == [(result["run_id"], 0)]
+    metrics = client.get("/metrics").get_data(as_text=True)
+    assert 'consolidation_runs_total{dry_run="false",outcome="cancelled",task="decay"}' in metrics
     again = client.post(f"/consolidate/runs/{result['run_id']}/cancel", headers=client.auth)
     assert again.status_code == 409 and again.json["state"] == "cancelled"
     unknown = client.post("/consolidate/runs/00000000-0000-4000-8000-000000000000/cancel", headers=client.auth)

@@ -257,6 +257,9 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     assert engine.execute(run)["cancelled"] is True
     page.wait_for_selector("#current-run-state:has-text('No run in progress')")
     assert page.is_hidden("#cancel-run")
+    # ... and says how that run ended, the cancel notice gone with it.
+    page.wait_for_selector(f"#current-run-state:has-text('Run {run.id[:8]} was cancelled')")
+    assert page.is_hidden("#notice") or "next safe point" not in page.inner_text("#notice")
 
     # The settings in force, secrets hidden.
     page.click("#settings summary")

@@ -82,6 +82,7 @@ class PageInfo(BaseModel):
 
 class TaskOutcome(BaseModel):
     success: bool | None
+    cancelled: bool = Field(False, description="stopped by an administrator: not a failure (success is false)")
     seconds: float | None
     memories_processed: int | None
     error: str | None = None
@@ -117,7 +118,7 @@ class TrendPoint(BaseModel):
     trigger: str | None
     state: str
     duration_seconds: float | None
-    failures: int = Field(description="tasks that failed")
+    failures: int = Field(description="tasks that failed (a task an administrator cancelled is not one)")
     merged: int
     supersessions: int
     contradictions: int
@@ -423,7 +424,8 @@ def _run_summary(run: dict[str, Any], live_run_id: str | None) -> RunSummary:
     if state == "running" and run.get("id") != live_run_id:
         state = "abandoned"  # recorded as running, but nobody holds the lease for it: its process died
     results = run.get("result") or {}
-    outcomes = {task: TaskOutcome(success=report.get("success"), seconds=report.get("seconds"),
+    outcomes = {task: TaskOutcome(success=report.get("success"), cancelled=bool(report.get("cancelled")),
+                                  seconds=report.get("seconds"),
                                   memories_processed=report.get("memories_processed"), error=report.get("error"))
                 for task, report in results.items() if isinstance(report, dict)}
     return RunSummary(
@@ -445,10 +447,15 @@ def _trend_point(run: dict[str, Any]) -> TrendPoint:
         run_id=run["id"], started_at=run.get("started_at"), trigger=run.get("trigger"),
         state=run.get("state", "running"),
         duration_seconds=_seconds_between(run.get("started_at"), run.get("finished_at")),
-        failures=sum(1 for report in results.values() if report.get("success") is False),
+        failures=sum(1 for report in results.values() if failed(report)),
         merged=total("dedup", "merged"), supersessions=total("dedup", "supersessions_total"),
         contradictions=total("dedup", "contradictions_total"), archived=total("forget", "archived"),
         deleted=total("forget", "deleted"), counts=run.get("counts"))
+
+
+def failed(report: dict[str, Any]) -> bool:
+    """Whether a task's report is a failure: it did not succeed, and no administrator cancelled it."""
+    return report.get("success") is False and not report.get("cancelled")
 
 
 def _seconds_between(start: str | None, end: str | None) -> float | None:

@@ -6,11 +6,12 @@ const RUN_KINDS = [
   { kind: "real", label: "run", colour: "#4e79a7" },
   { kind: "dry", label: "dry run", colour: "#a0cbe8" },
   { kind: "failed", label: "failed", colour: "#e15759" },
+  { kind: "cancelled", label: "cancelled", colour: "#bab0ac" },
 ];
 
 /** Each task of each run as a bar on its task's row, laid end to end from the run's start. */
 export function drawTimeline(canvas, runs) {
-  const segments = { real: [], dry: [], failed: [] };
+  const segments = { real: [], dry: [], failed: [], cancelled: [] };
   for (const run of runs) {
     let start = Date.parse(run.started_at);
     if (Number.isNaN(start)) continue;
@@ -18,7 +19,8 @@ export function drawTimeline(canvas, runs) {
       const outcome = run.outcomes[task];
       if (!outcome) continue; // not reached yet: the run is still going
       const end = start + (outcome.seconds ?? 0) * 1000;
-      const kind = outcome.success === false ? "failed" : run.dry_run ? "dry" : "real";
+      // A task an administrator cancelled stopped at a safe point: no failure, drawn apart from one.
+      const kind = outcome.cancelled ? "cancelled" : outcome.success === false ? "failed" : run.dry_run ? "dry" : "real";
       segments[kind].push({ x: [start, end], y: task, run: run.run_id, seconds: outcome.seconds });
       start = end;
     }

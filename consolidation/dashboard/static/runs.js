@@ -12,6 +12,7 @@ const CHART_RUNS = 100; // the service keeps the newest 100 runs
 
 let onRunFinished = () => {};
 let following = null;
+let lastRunningId = null; // the run the panel last showed running: once it ends, the panel says how
 
 export function setUp(finished) {
   onRunFinished = finished;
@@ -96,16 +97,35 @@ export function showStatus(status) {
   if (!following) showProgress(status.current_run);
 }
 
+/** How the run the panel was showing ended (cancelled, succeeded, failed), from its record. */
+async function showEnded(runId) {
+  const state = $("current-run-state");
+  state.textContent = "No run in progress.";
+  try {
+    const record = await get(`/consolidate/runs/${encodeURIComponent(runId)}`);
+    const how = record.state === "cancelled" ? "was cancelled (it stopped at a safe point; what it wrote is whole)"
+      : record.state === "succeeded" ? "succeeded" : `ended ${record.state}`;
+    state.textContent = `No run in progress. Run ${shortId(runId)} ${how} ${when(record.finished_at)}.`;
+    const notice = $("notice");
+    if (notice.textContent.includes("next safe point")) notice.hidden = true; // the request is answered now
+  } catch (error) {
+    // The record may be gone (pruned): the panel already says no run is in progress.
+  }
+}
+
 function showProgress(run) {
   const state = $("current-run-state");
   const bar = $("current-run-progress");
   shownRunId = run && run.state === "running" ? run.run_id : null;
   $("cancel-run").hidden = shownRunId === null;
   if (!run || run.state !== "running") {
-    state.textContent = "No run in progress.";
     bar.hidden = true;
+    if (lastRunningId) showEnded(lastRunningId);
+    else state.textContent = "No run in progress.";
+    lastRunningId = null;
     return;
   }
+  lastRunningId = run.run_id;
   const progress = run.progress || {};
   const done = progress.total ? ` ${progress.processed} / ${progress.total} memories` : "";
   const elapsed = progress.elapsed_seconds !== undefined ? `, ${progress.elapsed_seconds} s in the task` : "";
