@@ -173,6 +173,10 @@ def test_a_run_opens_to_its_decisions_with_the_texts_they_name(forgetting, clock
     missing = client.get(f"/consolidate/runs/{dry['run_id']}/report", query_string={"task": "cluster"},
                          headers=client.auth)
     assert missing.status_code == 404 and "ran dedup" in missing.json["detail"]
+    # Without a task, the run's first task's report: the default a caller means, not a 400.
+    first = client.get(f"/consolidate/runs/{real['run_id']}/report", headers=client.auth)
+    assert first.status_code == 200 and first.json["task"] == "dedup"
+    assert first.json["lists"] == opened.json["lists"]
 
 
 def test_trends_follow_the_runs_and_the_history_filters(forgetting, clock, client_for):
@@ -190,6 +194,9 @@ def test_trends_follow_the_runs_and_the_history_filters(forgetting, clock, clien
     assert points[0]["counts"] == {"active": 4, "archived": 0, "merged": 1, "deleted": 0}
     assert points[1]["counts"] == {"active": 1, "archived": 0, "merged": 1, "deleted": 3}
     assert all(p["failures"] == 0 and p["duration_seconds"] is not None for p in points)
+    # One point asked for is the newest run (a limit of 1 is a question, not an error).
+    (newest,) = client.get("/consolidate/trends?limit=1", headers=client.auth).json["points"]
+    assert newest["run_id"] == points[-1]["run_id"]
 
     def history(**filters):
         return client.get("/consolidate/runs", query_string=filters, headers=client.auth).json

@@ -92,9 +92,17 @@ def run_status(run_id: str, query: RunQuery):
 @api.validate(query=ReportQuery, resp=answers(HTTP_200=RunReport, HTTP_404=ErrorBody), **ADMIN_ROUTE)
 @amend(RUN_ID)
 def run_report(run_id: str, query: ReportQuery):
-    """One task's report of a run (real or dry), its decisions paged, with the text of every memory they name
-    (from the graph, or from the tombstone of one deleted since)."""
-    return jsonify(_opened(_run(run_id), query.task, query.limit, query.offset))
+    """One task's report of a run (real or dry; without `task`, its first task's), its decisions paged, with the
+    text of every memory they name (from the graph, or from the tombstone of one deleted since)."""
+    run = _run(run_id)
+    return jsonify(_opened(run, query.task or _first_reported(run), query.limit, query.offset))
+
+
+def _first_reported(run: dict) -> str:
+    """The run's first task (in its order) that has a report; its first task if none has one yet."""
+    reports = run.get("result") or {}
+    tasks = run.get("tasks") or []
+    return next((task for task in tasks if task in reports), next(iter(reports), tasks[0] if tasks else ""))
 
 
 def _run(run_id: str) -> dict:

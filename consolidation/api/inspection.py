@@ -59,7 +59,7 @@ class RunQuery(PageQuery):
 class TrendQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    limit: int = Field(100, ge=2, le=500, description="the newest runs to draw, 2..500")
+    limit: int = Field(100, ge=1, le=500, description="the newest runs to draw, 1..500")
 
 
 class SearchQuery(PageQuery):

@@ -84,7 +84,8 @@ class CancelAnswer(BaseModel):
 class ReportQuery(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    task: TaskName = Field(description="the task whose report to open")
+    task: TaskName | None = Field(None, description="the task whose report to open (default: the run's first "
+                                                     "task that has a report)")
     limit: int = Field(50, ge=1, le=500, description="items per list, 1..500")
     offset: int = Field(0, ge=0, le=10_000_000, description="items to skip in each list")
 
