@@ -8,7 +8,7 @@ import pytest
 from consolidation import engine as engine_module
 from consolidation.service import build_services
 from consolidation.tasks import TASKS
-from tests.conftest import TOKEN, add_memory, axis, days_ago, make_settings, vector_at
+from tests.conftest import NOW, TOKEN, add_memory, axis, days_ago, make_settings, vector_at
 
 
 @pytest.fixture
@@ -134,6 +134,23 @@ def test_memories_are_found_by_id_or_text_and_links_are_listed_with_their_texts(
                        headers=client.auth).json
     assert paged["total"] == 2 and len(paged["items"]) == 1
     assert client.get("/memories/search", headers=client.auth).status_code == 400
+
+    # A deleted memory is found through its tombstone, by text and by id, after the stored ones: with its text,
+    # when it was deleted and until when a restore brings it back (retention 30 days by default).
+    gone = add_memory(steered, content='The billing café says "closed" on Sundays')
+    assert client.delete(f"/memory/{gone}", headers=client.auth).status_code == 200
+    found = client.get("/memories/search", query_string={"q": "billing"}, headers=client.auth).json
+    assert found["total"] == 3 and [m["state"] for m in found["items"]][-1] == "deleted"
+    deleted = found["items"][-1]
+    assert deleted["memory_id"] == gone and deleted["content"] == 'The billing café says "closed" on Sundays'
+    assert deleted["deleted_at"] == NOW.isoformat() and deleted["restorable_until"] == "2026-07-01T12:00:00+00:00"
+    for q in (gone, 'CAFÉ says "closed"'.lower(), 'says "closed"'):
+        hits = client.get("/memories/search", query_string={"q": q}, headers=client.auth).json["items"]
+        assert [h["memory_id"] for h in hits] == [gone], q
+    # Paging runs on from the stored ones into the deleted ones.
+    last = client.get("/memories/search", query_string={"q": "billing", "limit": 2, "offset": 2},
+                      headers=client.auth).json
+    assert last["total"] == 3 and [m["memory_id"] for m in last["items"]] == [gone]
 
     (contradiction,) = client.get("/hygiene/contradictions", headers=client.auth).json["items"]
     assert (contradiction["from_content"], contradiction["to_content"]) == (

@@ -13,11 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .. import TASK_NAMES
 from ..errors import Gone
+from ..lifecycle.states import restorable_until
 from ..memory import parse_uuid
 from ..stores.inspection import PREVIEW_CHARS
 from ..timeutil import epoch_or_nan
 from .auth import require_admin
-from .context import graph
+from .context import graph, services
 from .models import ErrorBody, Progress
 from .openapi import ADMIN, addresses_graph, amend, answers, api, uuid_in_path
 
@@ -217,10 +218,13 @@ class FoundMemory(BaseModel):
     content: str | None = Field(description=f"its first {PREVIEW_CHARS} characters")
     timestamp: str | None
     relevance_score: float | None
-    state: Literal["active", "archived", "merged"]
+    state: Literal["active", "archived", "merged", "deleted"]
     merged_into: str | None
     superseded_by: str | None
     held_until: str | None
+    deleted_at: str | None = Field(None, description="a deleted memory: when (its tombstone keeps it)")
+    restorable_until: str | None = Field(None, description="a deleted memory: until when POST /memory/<id>/restore "
+                                                           "brings it back")
 
 
 class FoundPage(PageInfo):
@@ -369,10 +373,13 @@ def associations(query: LinkQuery):
 @require_admin
 @api.validate(query=SearchQuery, resp=answers(HTTP_200=FoundPage), **READ_ROUTE)
 def search(query: SearchQuery):
-    """Memories by id, or by text their content holds (any case), newest first, with their state (a deleted
-    one: GET /memory/<id> answers 410, /memories/restorable?kind=deleted lists it)."""
+    """Memories by id, or by text their content holds (any case), with their state: the stored ones newest first,
+    then the deleted ones their tombstones keep (with until when a restore brings them back)."""
     page = _ready_graph().inspection.search(query.q, query.limit, query.offset)
-    return _reply(FoundPage(items=page.items, total=page.total, limit=query.limit, offset=query.offset))
+    retention = services().settings.consolidation_tombstone_retention_days
+    items = [{**item, "restorable_until": restorable_until(item["deleted_at"], retention)
+              if item.get("deleted_at") else None} for item in page.items]
+    return _reply(FoundPage(items=items, total=page.total, limit=query.limit, offset=query.offset))
 
 
 @blueprint.get("/memories/<memory_id>/detail")

@@ -208,9 +208,19 @@ class InspectionStore:
         return events
 
     def search(self, text: str, limit: int, offset: int) -> Page:
-        """Memories whose id is `text`, or whose content holds it (any case), newest first, in any state but
-        deleted. A scan of every memory's text: an administrator's search, not a recall path."""
+        """Memories whose id is `text`, or whose content holds it (any case): the stored ones newest first, then
+        the deleted ones a tombstone keeps, newest deletion first. A scan of every memory's text: an
+        administrator's search, not a recall path."""
         where = "MATCH (m:Memory) WHERE m.id = $q OR toLower(m.content) CONTAINS toLower($q)"
+        rows = self.falkor.execute(f"{where} RETURN count(m)", {"q": text}, read_only=True)
+        stored = int(rows[0][0]) if rows else 0
+        items = self._stored_found(where, text, limit, offset) if offset < stored else []
+        deleted = self._deleted_found(text)
+        start = max(0, offset - stored)
+        items += deleted[start:start + limit - len(items)]
+        return Page(items, stored + len(deleted))
+
+    def _stored_found(self, where: str, text: str, limit: int, offset: int) -> list[dict[str, Any]]:
         rows = self.falkor.records(
             f"{where} WITH m ORDER BY m.timestamp DESC, m.id SKIP $offset LIMIT $limit "
             "RETURN m.id, m.type, left(m.content, $chars), m.timestamp, m.relevance_score, "
@@ -221,9 +231,29 @@ class InspectionStore:
             memory = {"archived": archived is True or archived == "true", "merged_into": merged_into}
             items.append({"memory_id": memory_id, "type": memory_type, "content": content, "timestamp": timestamp,
                           "relevance_score": score, "state": state_of(memory), "merged_into": merged_into,
-                          "superseded_by": superseded_by, "held_until": held})
-        rows = self.falkor.execute(f"{where} RETURN count(m)", {"q": text}, read_only=True)
-        return Page(items, int(rows[0][0]) if rows else 0)
+                          "superseded_by": superseded_by, "held_until": held, "deleted_at": None})
+        return items
+
+    def _deleted_found(self, text: str) -> list[dict[str, Any]]:
+        """Deleted memories (restorable from their tombstones) whose id is `text` or whose kept content holds it.
+        The tombstone keeps the memory as JSON: the graph narrows on the text as JSON writes it, the content
+        itself decides (an erased tombstone keeps no text and is never found)."""
+        rows = self.falkor.records(
+            "MATCH (t:Tombstone) WHERE t.state = 'deleted' AND (t.memory_id = $q OR toLower(t.memory) CONTAINS "
+            "toLower($escaped)) RETURN t.memory_id, t.memory, t.deleted_at ORDER BY t.deleted_epoch DESC, "
+            "t.memory_id", {"q": text, "escaped": json.dumps(text)[1:-1]}, read_only=True)
+        items = []
+        for memory_id, kept, deleted_at in rows:
+            properties = json.loads(kept).get("properties", {}) if kept else {}
+            content = properties.get("content") or ""
+            if memory_id != text and text.lower() not in content.lower():
+                continue
+            items.append({"memory_id": memory_id, "type": properties.get("type"), "content": content[:PREVIEW_CHARS],
+                          "timestamp": properties.get("timestamp"), "relevance_score": properties.get("relevance_score"),
+                          "state": "deleted", "merged_into": properties.get("merged_into"),
+                          "superseded_by": properties.get("superseded_by"), "held_until": None,
+                          "deleted_at": deleted_at})
+        return items
 
     def restorable(self, kind: str, limit: int, offset: int) -> Page:
         """Memories a restore brings back, newest first: archived, merged into another, or deleted (from their
