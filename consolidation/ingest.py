@@ -135,6 +135,10 @@ class MemoryService:
         self.stores.ensure_ready()
         return self.lifecycle.describe(parse_memory_id(memory_id), self.settings.consolidation_tombstone_retention_days)
 
+    def kept(self, memory_id: str) -> dict[str, Any] | None:
+        """A deleted memory's fields as its tombstone keeps them (None: nothing kept, or never deleted)."""
+        return self.lifecycle.tombstones.kept(parse_memory_id(memory_id))
+
     def record_access(self, memory_id: str) -> dict[str, Any]:
         self.stores.ensure_ready()
         memory = self.lifecycle.record_use(parse_memory_id(memory_id), self.clock())

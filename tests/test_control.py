@@ -3,6 +3,8 @@ pausing and resuming the schedule for every process, and cancelling a run at a s
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from consolidation import engine as engine_module
@@ -245,7 +247,12 @@ def test_a_memory_opens_with_its_edges_and_its_history_by_run(forgetting, clock,
                       importance=0.3)
     link_run = services.engine.run(["forget"])
     deleted = client.get(f"/memories/{gone}/detail", headers=client.auth).json
-    assert deleted["state"] == "deleted" and deleted["memory"] is None
+    # Opened through its tombstone: the text it kept, when and why it went, until when a restore brings it back
+    # (the clock's now + the 30 days' default retention).
+    kept = deleted["memory"]
+    assert deleted["state"] == "deleted" and kept["content"] == "an old note" and kept["id"] == gone
+    assert kept["state"] == "deleted" and kept["deleted_at"] == clock.now.isoformat()
+    assert kept["restorable_until"] == (clock.now + timedelta(days=30)).isoformat() and "relevance" in kept["reason"]
     assert deleted["events"][-1]["event"] == "deleted" and deleted["events"][-1]["run_id"] == link_run["run_id"]
     assert client.get("/memories/00000000-0000-4000-8000-000000000000/detail",
                       headers=client.auth).status_code == 404

@@ -259,7 +259,8 @@ class Event(BaseModel):
 class MemoryDetail(BaseModel):
     """A memory opened: what GET /memory/<id> shows, its edges, and what happened to it."""
 
-    memory: dict[str, Any] | None = Field(description="null for a deleted memory (its events say when and why)")
+    memory: dict[str, Any] | None = Field(description="a deleted memory: the fields its tombstone keeps, with "
+                                                      "deleted_at, reason and restorable_until; null once erased")
     state: Literal["active", "archived", "merged", "deleted"]
     edges: list[Edge]
     events: list[Event]
@@ -394,8 +395,11 @@ def memory_detail(memory_id: str):
     try:
         memory = addressed.memories.get(memory_id)
         state = memory["state"]
-    except Gone:
-        memory, state = None, "deleted"
+    except Gone as gone:
+        # What its tombstone keeps, with when, why and until when a restore brings it back (null: erased).
+        kept = addressed.memories.kept(memory_id)
+        when = {name: value for name, value in gone.extra.items() if value is not None}
+        memory, state = (None if kept is None else {**kept, **when, "state": "deleted"}), "deleted"
     return _reply(MemoryDetail(memory=memory, state=state, edges=addressed.inspection.edges_of(memory_id),
                                events=addressed.inspection.events_of(memory_id)))
 

@@ -115,6 +115,13 @@ class TombstoneStore:
             {"id": memory_id}, read_only=True)
         return dict(zip(("state", "reason", "deleted_at"), rows[0])) if rows else None
 
+    def kept(self, memory_id: str) -> dict[str, Any] | None:
+        """The fields of a deleted memory as its newest deleted tombstone keeps them (None: no such tombstone)."""
+        rows = self.falkor.records("MATCH (t:Tombstone {memory_id: $id}) WHERE t.state = 'deleted' "
+                                   "RETURN t.memory ORDER BY t.deleted_epoch DESC LIMIT 1", {"id": memory_id},
+                                   read_only=True)
+        return json.loads(rows[0][0]).get("properties") if rows and rows[0][0] else None
+
     def erased_at(self, memory_id: str) -> str | None:
         """When this memory was erased on request (its tombstone keeps only that), or None."""
         rows = self.falkor.records("MATCH (t:Tombstone {memory_id: $id}) WHERE t.state = 'erased' "

@@ -66,15 +66,18 @@ export async function revealMemory(memoryId) {
   $("lookup-form").scrollIntoView({ block: "start" });
 }
 
-/** One memory opened: its state (active, archived or merged, with held_until after a restore; deleted: the
- *  410's when, why and until when it can be restored), its edges and its history by run. */
+/** One memory opened: its state (active, archived or merged, with held_until after a restore; deleted: the text
+ *  its tombstone kept, when, why and until when it can be restored), its edges and its history by run. */
 async function openMemory(memoryId) {
   const facts = $("lookup-facts");
   let detail;
   try {
     detail = await get(`/memories/${encodeURIComponent(memoryId)}/detail`);
     const memory = detail.memory;
-    if (memory) {
+    if (memory && memory.state === "deleted") { // opened through its tombstone: the text it kept, and until when
+      fillFacts(facts, [["state", "deleted"], ["text", memory.content], ["deleted", when(memory.deleted_at)],
+                        ["why", memory.reason ?? "–"], ["restorable until", when(memory.restorable_until)]]);
+    } else if (memory) {
       fillFacts(facts, [
         ["state", memory.state], ["text", memory.content], ["relevance", Number(memory.relevance_score).toFixed(4)],
         ["merged into", memory.merged_into ?? "–"], ["superseded by", memory.superseded_by ?? "–"],
