@@ -319,8 +319,15 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     assert "deleted" in facts and "restorable until" in facts
     assert "the VPN certificate rotation reminder" in facts  # the text its tombstone kept
 
-    # Restore a deleted memory from its row; the API then has it back, active.
+    # Restore a deleted memory from its row, found by its text; the API then has it back, active.
     page.click('#restorable-kinds button[data-kind="deleted"]')
+    page.fill("#restorable-q", "no such text anywhere")
+    page.click("#restorable-filter button")
+    page.wait_for_selector("#restorable-table:has-text('no deleted memories')")
+    page.fill("#restorable-q", "VPN CERTIFICATE rotation reminder")
+    page.click("#restorable-filter button")
+    page.wait_for_selector(f'#restorable-table button.restore[data-memory-id="{deleted}"]')
+    assert page.locator("#restorable-table tbody tr").count() == 3  # the three temporary notes, nothing else
     page.click(f'#restorable-table button.restore[data-memory-id="{deleted}"]')
     page.wait_for_selector("#restore-message:has-text('Restored')")
     assert "from its tombstone" in page.inner_text("#restore-message")

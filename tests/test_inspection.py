@@ -197,6 +197,14 @@ def test_restorable_lists_archived_merged_and_deleted_memories_until_restored(fo
     (deleted,) = listed("deleted")["items"]
     assert deleted["memory_id"] == gone and deleted["reason"].startswith("relevance 0.0000 < delete threshold")
     assert deleted["content"] == ("gone " + "x" * 400)[:280] and deleted["type"] == "Context"
+    # Filtered by text (any case), each kind: the one holding it, or none.
+    for kind, memory_id, text in (("archived", faded, "FADED"), ("merged", duplicate, "picked redis"),
+                                  ("deleted", gone, "GONE xxx")):
+        found = client.get("/memories/restorable", query_string={"kind": kind, "q": text}, headers=client.auth).json
+        assert [(i["memory_id"], found["total"]) for i in found["items"]] == [(memory_id, 1)], kind
+        none = client.get("/memories/restorable", query_string={"kind": kind, "q": "nothing like it"},
+                          headers=client.auth).json
+        assert none["total"] == 0 and none["items"] == [], kind
 
     for memory_id, kind in ((faded, "archived"), (duplicate, "merged"), (gone, "deleted")):
         assert client.post(f"/memory/{memory_id}/restore", headers=client.auth).status_code == 200
@@ -231,7 +239,7 @@ def test_every_read_route_is_in_the_openapi_with_its_query_and_answer(app, clien
     for route in served:
         operation = paths[route]["get"]
         parameters = {p["name"] for p in operation["parameters"] if p["in"] == "query"}
-        extra = {"/memories/restorable": {"kind"}, "/memories/search": {"q"},
+        extra = {"/memories/restorable": {"kind", "q"}, "/memories/search": {"q"},
                  "/consolidate/runs": {"task", "trigger", "state"}, "/hygiene/contradictions": {"written_by"},
                  "/hygiene/associations": {"written_by"}}.get(route, set())
         expected = {"bins"} if route.endswith("histogram") else {"limit"} if route.endswith("trends") else \

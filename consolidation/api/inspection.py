@@ -42,6 +42,8 @@ class RestorableQuery(PageQuery):
     kind: Literal["archived", "merged", "deleted"] = Field(
         description="archived (by forgetting or a retired cluster), merged (into another memory), or deleted "
                     "(restorable from its tombstone)")
+    q: str | None = Field(None, min_length=1, max_length=500, description="only those whose text holds this "
+                                                                         "(any case)")
 
 
 class LinkQuery(PageQuery):
@@ -408,8 +410,9 @@ def memory_detail(memory_id: str):
 @require_admin
 @api.validate(query=RestorableQuery, resp=answers(HTTP_200=RestorablePage), **READ_ROUTE)
 def restorable(query: RestorableQuery):
-    """Archived, merged or deleted memories that POST /memory/<id>/restore can bring back."""
-    page = _ready_graph().inspection.restorable(query.kind, query.limit, query.offset)
+    """Archived, merged or deleted memories that POST /memory/<id>/restore can bring back (`q`: whose text holds
+    it)."""
+    page = _ready_graph().inspection.restorable(query.kind, query.limit, query.offset, query.q)
     return _paged(RestorablePage, page, query)
 
 

@@ -255,42 +255,59 @@ class InspectionStore:
                           "deleted_at": deleted_at})
         return items
 
-    def restorable(self, kind: str, limit: int, offset: int) -> Page:
+    def restorable(self, kind: str, limit: int, offset: int, text: str | None = None) -> Page:
         """Memories a restore brings back, newest first: archived, merged into another, or deleted (from their
-        tombstones)."""
+        tombstones); with `text`, those whose content holds it (any case)."""
         if kind == "deleted":
-            return self._deleted(limit, offset)
-        where = f"MATCH (m:Memory) WHERE {RESTORABLE[kind]}"
+            return self._deleted(limit, offset, text)
+        holds = " AND toLower(m.content) CONTAINS toLower($q)" if text else ""
+        where = f"MATCH (m:Memory) WHERE {RESTORABLE[kind]}{holds}"
         rows = self.falkor.records(
             f"{where} WITH m ORDER BY coalesce(m.merged_at, m.archived_at) DESC, m.id SKIP $offset LIMIT $limit "
             "OPTIONAL MATCH (c:Memory {id: m.merged_into}) "
             "RETURN m.id, m.type, left(m.content, $chars), coalesce(m.merged_at, m.archived_at), "
             "m.merged_into, m.relevance_score, m.archived_reason, left(c.content, $chars)",
-            {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS}, read_only=True)
+            {"offset": offset, "limit": limit, "chars": PREVIEW_CHARS, "q": text}, read_only=True)
         items = [{"memory_id": memory_id, "kind": kind, "type": memory_type, "content": content, "since": since,
                   "reason": _why(merged_into, canonical, archived_reason), "merged_into": merged_into,
                   "relevance_score": score}
                  for memory_id, memory_type, content, since, merged_into, score, archived_reason, canonical in rows]
-        return Page(items, self._count(where, "m"))
+        return Page(items, self._count(where, "m", {"q": text}))
 
-    def _deleted(self, limit: int, offset: int) -> Page:
+    def _deleted(self, limit: int, offset: int, text: str | None) -> Page:
+        """Deleted memories from their tombstones, newest deletion first. With `text`, the graph narrows on it as
+        the tombstone's JSON writes it, and the kept content decides (then paged here)."""
         where = "MATCH (t:Tombstone) WHERE t.state = 'deleted'"
+        if text:
+            rows = self.falkor.records(
+                f"{where} AND toLower(t.memory) CONTAINS toLower($escaped) RETURN t.memory_id, t.memory, t.reason, "
+                "t.deleted_at ORDER BY t.deleted_epoch DESC, t.memory_id", {"escaped": json.dumps(text)[1:-1]},
+                read_only=True)
+            items = [item for item in map(_deleted_item, rows) if text.lower() in item.pop("full_content").lower()]
+            return Page(items[offset:offset + limit], len(items))
         rows = self.falkor.records(
             f"{where} WITH t ORDER BY t.deleted_epoch DESC, t.memory_id SKIP $offset LIMIT $limit "
             "RETURN t.memory_id, t.memory, t.reason, t.deleted_at",
             {"offset": offset, "limit": limit}, read_only=True)
-        items = []
-        for memory_id, snapshot, reason, deleted_at in rows:
-            properties = json.loads(snapshot).get("properties", {}) if snapshot else {}
-            items.append({"memory_id": memory_id, "kind": "deleted", "type": properties.get("type"),
-                          "content": (properties.get("content") or "")[:PREVIEW_CHARS], "since": deleted_at,
-                          "reason": reason, "merged_into": None,
-                          "relevance_score": properties.get("relevance_score")})
+        items = [_deleted_item(row) for row in rows]
+        for item in items:
+            item.pop("full_content")
         return Page(items, self._count(where, "t"))
 
-    def _count(self, match: str, variable: str) -> int:
-        rows = self.falkor.execute(f"{match} RETURN count({variable})", read_only=True)
+    def _count(self, match: str, variable: str, params: dict | None = None) -> int:
+        rows = self.falkor.execute(f"{match} RETURN count({variable})", params or {}, read_only=True)
         return int(rows[0][0]) if rows else 0
+
+
+def _deleted_item(row: list) -> dict[str, Any]:
+    """A tombstone's row (memory id, kept memory as JSON, reason, when) as a restorable item; `full_content`
+    holds the whole kept text for a filter to read."""
+    memory_id, snapshot, reason, deleted_at = row
+    properties = json.loads(snapshot).get("properties", {}) if snapshot else {}
+    content = properties.get("content") or ""
+    return {"memory_id": memory_id, "kind": "deleted", "type": properties.get("type"),
+            "content": content[:PREVIEW_CHARS], "since": deleted_at, "reason": reason, "merged_into": None,
+            "relevance_score": properties.get("relevance_score"), "full_content": content}
 
 
 def _why(merged_into: str | None, canonical_text: str | None, archived_reason: str | None) -> str:

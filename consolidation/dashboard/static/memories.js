@@ -28,6 +28,10 @@ export function setUp(restored) {
       restorablePager.load(0);
     });
   }
+  $("restorable-filter").addEventListener("submit", (event) => {
+    event.preventDefault();
+    restorablePager.load(0);
+  });
   $("drift-check").addEventListener("click", checkDrift);
   $("lookup-form").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -163,8 +167,14 @@ const supersessionsPager = new Pager(pagerFor("supersessions"), PAGE,
     link.confidence, link.reason, when(link.detected_at),
   ], "no supersessions yet"));
 
+/** The restorable lists' text filter, as query parameters (none while the box is empty). */
+function restorableText() {
+  const text = $("restorable-q").value.trim();
+  return text ? { q: text } : {};
+}
+
 const restorablePager = new Pager(pagerFor("restorable"), PAGE,
-  (limit, offset) => get("/memories/restorable", { kind: restorableKind, limit, offset }),
+  (limit, offset) => get("/memories/restorable", { kind: restorableKind, limit, offset, ...restorableText() }),
   (page) => fillRows($("restorable-table"), page.items, (memory) => [
     memoryCell(memory.memory_id, memory.content),
     memory.type,
