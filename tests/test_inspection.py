@@ -74,8 +74,9 @@ def test_any_query_value_is_answered_or_refused_in_the_error_shape(client, auth,
         assert answer.json["items"] == [] and answer.json["total"] == 0
 
 
-def test_restorable_needs_a_known_kind_and_the_histogram_a_sane_bin_count(client, auth):
-    assert client.get("/memories/restorable", headers=auth).json["field"] == "kind"
+def test_restorable_takes_a_known_kind_or_none_and_the_histogram_a_sane_bin_count(client, auth):
+    assert client.get("/memories/restorable", headers=auth).json == {"items": [], "total": 0, "limit": 50,
+                                                                     "offset": 0, "kind": None}  # every kind
     assert client.get("/memories/restorable?kind=forgotten", headers=auth).json["field"] == "kind"
     for bins in ("1", "101", "x"):
         answer = client.get(f"/memories/relevance-histogram?bins={bins}", headers=auth)
@@ -197,6 +198,14 @@ def test_restorable_lists_archived_merged_and_deleted_memories_until_restored(fo
     (deleted,) = listed("deleted")["items"]
     assert deleted["memory_id"] == gone and deleted["reason"].startswith("relevance 0.0000 < delete threshold")
     assert deleted["content"] == ("gone " + "x" * 400)[:280] and deleted["type"] == "Context"
+    # No kind: all three, archived then merged then deleted, paged as one list.
+    every = client.get("/memories/restorable", headers=client.auth).json
+    assert [(i["memory_id"], i["kind"]) for i in every["items"]] == \
+        [(faded, "archived"), (duplicate, "merged"), (gone, "deleted")] and every["total"] == 3
+    for offset in range(4):
+        page = client.get("/memories/restorable", query_string={"limit": 1, "offset": offset},
+                          headers=client.auth).json
+        assert page["total"] == 3 and page["items"] == every["items"][offset:offset + 1]
     # Filtered by text (any case), each kind: the one holding it, or none.
     for kind, memory_id, text in (("archived", faded, "FADED"), ("merged", duplicate, "picked redis"),
                                   ("deleted", gone, "GONE xxx")):

@@ -39,9 +39,9 @@ class PageQuery(BaseModel):
 
 
 class RestorableQuery(PageQuery):
-    kind: Literal["archived", "merged", "deleted"] = Field(
-        description="archived (by forgetting or a retired cluster), merged (into another memory), or deleted "
-                    "(restorable from its tombstone)")
+    kind: Literal["archived", "merged", "deleted"] | None = Field(
+        None, description="archived (by forgetting or a retired cluster), merged (into another memory), or deleted "
+                          "(restorable from its tombstone); none: all three, in that order")
     q: str | None = Field(None, min_length=1, max_length=500, description="only those whose text holds this "
                                                                          "(any case)")
 
@@ -280,7 +280,7 @@ class RestorableMemory(BaseModel):
 
 
 class RestorablePage(PageInfo):
-    kind: Literal["archived", "merged", "deleted"]
+    kind: Literal["archived", "merged", "deleted"] | None
     items: list[RestorableMemory]
 
 

@@ -21,6 +21,7 @@ RESTORABLE = {
     "archived": "m.archived = true AND m.merged_into IS NULL",
     "merged": "m.archived = true AND m.merged_into IS NOT NULL",
 }
+RESTORABLE_KINDS = ("archived", "merged", "deleted")
 # The state of the memory bound to `o`, in the lifecycle's words (a deleted one has no node to reach).
 OTHER_STATE = ("CASE WHEN o.merged_into IS NOT NULL THEN 'merged' WHEN coalesce(o.archived, false) THEN 'archived' "
                "ELSE 'active' END")
@@ -255,9 +256,12 @@ class InspectionStore:
                           "deleted_at": deleted_at})
         return items
 
-    def restorable(self, kind: str, limit: int, offset: int, text: str | None = None) -> Page:
+    def restorable(self, kind: str | None, limit: int, offset: int, text: str | None = None) -> Page:
         """Memories a restore brings back, newest first: archived, merged into another, or deleted (from their
-        tombstones); with `text`, those whose content holds it (any case)."""
+        tombstones); with no kind, all three, one kind after the other; with `text`, those whose content holds
+        it (any case)."""
+        if kind is None:
+            return self._every_kind(limit, offset, text)
         if kind == "deleted":
             return self._deleted(limit, offset, text)
         holds = " AND toLower(m.content) CONTAINS toLower($q)" if text else ""
@@ -273,6 +277,17 @@ class InspectionStore:
                   "relevance_score": score}
                  for memory_id, memory_type, content, since, merged_into, score, archived_reason, canonical in rows]
         return Page(items, self._count(where, "m", {"q": text}))
+
+    def _every_kind(self, limit: int, offset: int, text: str | None) -> Page:
+        """Archived, then merged, then deleted memories, paged as one list."""
+        items, total = [], 0
+        for kind in RESTORABLE_KINDS:
+            start = max(0, offset - total)
+            page = self.restorable(kind, max(1, limit - len(items)), start, text)
+            if len(items) < limit and start < page.total:
+                items += page.items[:limit - len(items)]
+            total += page.total
+        return Page(items, total)
 
     def _deleted(self, limit: int, offset: int, text: str | None) -> Page:
         """Deleted memories from their tombstones, newest deletion first. With `text`, the graph narrows on it as
