@@ -136,8 +136,7 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, ur
             raise click.ClickException(exc.detail) from None
         finally:
             remote.close()
-        click.echo(json.dumps(run, indent=2))
-        sys.exit(0 if run.get("state") == "succeeded" else 1)
+        _print_run(run)
     from .logs import configure_logging
 
     configure_logging(settings)
@@ -150,8 +149,28 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, ur
         run = engine.get_run(begun.id)
     finally:
         services.close()
+    _print_run(run)
+
+
+def _print_run(run: dict[str, Any]) -> None:
+    """The run record as JSON on stdout, a one-line verdict on stderr for people; exit 1 unless it succeeded."""
     click.echo(json.dumps(run, indent=2))
+    click.echo(run_verdict(run), err=True)
     sys.exit(0 if run.get("state") == "succeeded" else 1)
+
+
+def run_verdict(run: dict[str, Any]) -> str:
+    """One line: the run, how it ended, and each task's outcome with its seconds."""
+    parts = []
+    for task, report in (run.get("result") or {}).items():
+        if not isinstance(report, dict):
+            continue
+        outcome = "ok" if report.get("success") else "cancelled" if report.get("cancelled") else \
+            f"failed ({report.get('error')})"
+        seconds = f" in {report['seconds']} s" if report.get("seconds") is not None else ""
+        parts.append(f"{task} {outcome}{seconds}")
+    kind = "dry run" if run.get("dry_run") else "run"
+    return f"{kind} {str(run.get('run_id', ''))[:8]} {run.get('state')}: {', '.join(parts) or 'no task ran'}"
 
 
 @main.command()

@@ -166,6 +166,11 @@ def test_each_command_answers_in_one_shape_here_and_over_url(cli_env, client, se
         if command[0] == "consolidate":
             assert local["trigger"] == remote["trigger"] == "cli" and local["state"] == remote["state"] == "succeeded"
             assert set(local["result"]) == set(remote["result"])
+            # A one-line verdict on stderr both ways, as an import gives: the run, how it ended, each task.
+            for answer, run in ((here, local), (there, remote)):
+                verdict = answer.stderr.strip().splitlines()[-1]
+                assert verdict.startswith(f"{'dry run' if run['dry_run'] else 'run'} {run['run_id'][:8]} succeeded:")
+                assert all(f"{task} ok in " in verdict for task in run["result"]), verdict
         else:
             assert local["created"] == remote["created"] == 5
 
