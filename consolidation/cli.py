@@ -103,7 +103,9 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 
 
 @main.command()
-@click.option("--task", type=click.Choice([*TASK_NAMES, "full"]), default="full", show_default=True)
+@click.option("--task", type=click.Choice([*TASK_NAMES, "all", "full"]), default="all", show_default=True,
+              help="one task, or all five (decay, dedup, creative, cluster, forget; `full` is AutoMem's word for "
+                   "them). Which tasks run, not which memories: that is --full-pass.")
 @click.option("--dry-run", is_flag=True, help="Compute and report, write nothing.")
 @click.option("--full-pass", is_flag=True,
               help="every task reads every memory, not what changed (or came due) since its last run.")
@@ -124,12 +126,13 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, ur
     if incremental and (full_pass or not dry_run):
         raise click.UsageError("--incremental previews the next pass: give it with --dry-run, without --full-pass")
     settings = _settings()
-    tasks = list(DEFAULT_TASKS) if task == "full" else [task]
+    every = task in ("all", "full")
+    tasks = list(DEFAULT_TASKS) if every else [task]
     if url:
         remote = _remote(url, settings, graph)
         try:
             with RunBars(on_terminal(), tasks) as bars:
-                run = remote.consolidate(None if task == "full" else tasks, dry_run, bars.show, full_pass,
+                run = remote.consolidate(None if every else tasks, dry_run, bars.show, full_pass,
                                          incremental)
                 bars.show(run)
         except ServiceError as exc:

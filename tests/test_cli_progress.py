@@ -175,6 +175,16 @@ def test_each_command_answers_in_one_shape_here_and_over_url(cli_env, client, se
             assert local["created"] == remote["created"] == 5
 
 
+def test_consolidate_names_all_tasks_apart_from_a_full_pass(cli_env):
+    """`--task all` (the default; `full` is AutoMem's word) is which tasks; `--full-pass` is which memories."""
+    shown = CliRunner().invoke(cli, ["consolidate", "--help"], env=cli_env).output
+    assert "[default: all]" in shown and "which memories: that is --full-pass" in " ".join(shown.split())
+    runs = [json.loads(CliRunner().invoke(cli, ["consolidate", *task, "--dry-run"], env=cli_env).stdout)
+            for task in (["--task", "all"], ["--task", "full"], [])]
+    assert all(run["tasks"] == ["decay", "dedup", "creative", "cluster", "forget"] for run in runs)
+    assert {run["full"] for run in runs} == {True}  # a dry run previews the whole store, whichever word is used
+
+
 def test_a_refused_import_reports_nothing_written_here_and_over_url(cli_env, client, serve, services, tmp_path):
     path = tmp_path / "bad_end.jsonl"
     repeated = json.dumps({"id": "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b", "content": "said twice, no time"})

@@ -114,9 +114,12 @@ def test_the_embedded_store_keeps_its_vector_copy_exact_across_restarts(tmp_path
     assert not (tmp_path / "edge.vectors.npz").exists()  # ...and removed, so a crash cannot reuse it stale
     ids, matrix = reopened.all_vectors()
     assert ids == expected_ids and np.array_equal(matrix, expected)
-    # A crash: the shard's files are released but the process never gets to save its copy.
-    reopened._shard.close()
-    reopened._shard = None
+    # A crash: the shard's files are released but the process never gets to save its copy. (The recall index's
+    # background reading of the shard stops first: closing the shard under it raced it, "Already borrowed".)
+    reopened.index.stop()
+    with reopened._lock:
+        reopened._shard.close()
+        reopened._shard = None
 
     rebuilt = EdgeVectorStore(tmp_path / "edge", SIZE)
     try:
