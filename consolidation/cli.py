@@ -14,6 +14,7 @@ import click
 
 from . import DEFAULT_TASKS, TASK_NAMES, __version__
 from .errors import ServiceError
+from .reports import task_outcome
 
 # The stores, numpy, pydantic and rich are loaded by the command that needs them: --help and a mistyped
 # argument answer at once.
@@ -168,8 +169,8 @@ def run_verdict(run: dict[str, Any]) -> str:
     for task, report in (run.get("result") or {}).items():
         if not isinstance(report, dict):
             continue
-        outcome = "ok" if report.get("success") else "cancelled" if report.get("cancelled") else \
-            f"failed ({report.get('error')})"
+        outcome = {"success": "ok", "cancelled": "cancelled"}.get(task_outcome(report),
+                                                                  f"failed ({report.get('error')})")
         seconds = f" in {report['seconds']} s" if report.get("seconds") is not None else ""
         parts.append(f"{task} {outcome}{seconds}")
     kind = "dry run" if run.get("dry_run") else "run"

@@ -13,6 +13,7 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 
+from .reports import task_outcome
 from .settings import TASK_NAMES
 from .timeutil import epoch_or_nan
 
@@ -58,8 +59,7 @@ REPORTED_ACTIONS = {
 
 def record_task(task: str, report: dict[str, Any], dry_run: bool) -> None:
     """Count one task execution from its report."""
-    outcome = "success" if report.get("success") else "cancelled" if report.get("cancelled") else "failure"
-    RUNS.labels(task, outcome, str(dry_run).lower()).inc()
+    RUNS.labels(task, task_outcome(report), str(dry_run).lower()).inc()
     DURATION.labels(task).observe(report.get("seconds", 0.0))
     if dry_run or not report.get("success"):
         return

@@ -30,3 +30,9 @@ def named_ids(lists: dict[str, dict[str, Any]]) -> list[str]:
                     if isinstance(memory_id, str):
                         seen.setdefault(memory_id, None)
     return list(seen)
+
+
+def task_outcome(report: dict[str, Any]) -> str:
+    """How a task of a run ended, from its report: success, cancelled (an administrator stopped it at a safe
+    point: no failure) or failure."""
+    return "success" if report.get("success") else "cancelled" if report.get("cancelled") else "failure"

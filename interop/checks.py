@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
+from consolidation.settings import child_environment
 from interop import dataset
 from interop.harness import Harness
 from interop.report import TODO
@@ -245,7 +245,7 @@ class Checks(Harness):
                          f"{path}={value!r}"[:300], bool(said))
 
     def integration_tests(self, automem_src: Path, automem_python: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env = {k: v for k, v in child_environment({}).items() if k != "PYTHONPATH"}
         env.update({"AUTOMEM_RUN_INTEGRATION_TESTS": "1", "AUTOMEM_TEST_BASE_URL": self.stack.automem_url,
                     "AUTOMEM_TEST_API_TOKEN": self.stack.automem_token,
                     "AUTOMEM_TEST_ADMIN_TOKEN": self.stack.automem_admin})

@@ -11,12 +11,20 @@ from pathlib import Path
 
 import requests
 
+from consolidation.settings import child_environment
 from tests.processes import FalkorServer, free_port  # the FalkorDB server the multi-process tests start
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAPH = "memories"
 COLLECTION = "memories"
 VECTOR_SIZE = 384
+
+
+def environment_without_store_settings() -> dict[str, str]:
+    """This process's environment (as the service hands one to its children) without any store or consolidation
+    setting: each started service gets its own, never the caller's."""
+    return {k: v for k, v in child_environment({}).items()
+            if not k.startswith(("CONSOLIDATION_", "FALKORDB_", "QDRANT_"))}
 
 
 class Child:
@@ -116,14 +124,14 @@ class Stack:
         self.falkor = FalkorServer(data).start()
         self.vectors_port = free_port()
         standin = Child("vector stand-in", [sys.executable, str(self.standin), str(self.vectors_port)],
-                        dict(os.environ), self.logs / "standin.log")
+                        child_environment({}), self.logs / "standin.log")
         self.children.append(standin)
         wait_until(self.vectors_url + "/", standin, 30)
         self.start_automem()
         self.start_ours()
 
     def automem_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CONSOLIDATION_", "FALKORDB_", "QDRANT_"))}
+        env = environment_without_store_settings()
         env.pop("PYTHONPATH", None)
         env.update({
             "FALKORDB_HOST": "127.0.0.1", "FALKORDB_PORT": str(self.falkor.port), "FALKORDB_GRAPH": GRAPH,
@@ -144,7 +152,7 @@ class Stack:
         wait_until(self.automem_url + "/health", child, 120)
 
     def our_env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CONSOLIDATION_", "FALKORDB_", "QDRANT_"))}
+        env = environment_without_store_settings()
         env.update({
             "PYTHONPATH": str(self.service_root), "ADMIN_API_TOKEN": self.our_token,
             "DATA_DIR": str(self.work / "ourdata"),

@@ -15,6 +15,7 @@ from .. import TASK_NAMES
 from ..errors import Gone
 from ..lifecycle.states import restorable_until
 from ..memory import parse_uuid
+from ..reports import task_outcome
 from ..stores.inspection import PREVIEW_CHARS
 from ..timeutil import epoch_or_nan
 from .auth import require_admin
@@ -461,15 +462,10 @@ def _trend_point(run: dict[str, Any]) -> TrendPoint:
         run_id=run["id"], started_at=run.get("started_at"), trigger=run.get("trigger"),
         state=run.get("state", "running"),
         duration_seconds=_seconds_between(run.get("started_at"), run.get("finished_at")),
-        failures=sum(1 for report in results.values() if failed(report)),
+        failures=sum(1 for report in results.values() if task_outcome(report) == "failure"),
         merged=total("dedup", "merged"), supersessions=total("dedup", "supersessions_total"),
         contradictions=total("dedup", "contradictions_total"), archived=total("forget", "archived"),
         deleted=total("forget", "deleted"), counts=run.get("counts"))
-
-
-def failed(report: dict[str, Any]) -> bool:
-    """Whether a task's report is a failure: it did not succeed, and no administrator cancelled it."""
-    return report.get("success") is False and not report.get("cancelled")
 
 
 def _seconds_between(start: str | None, end: str | None) -> float | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..errors import StoreMismatch, StoreUnavailable
 from ..heartbeat import Heartbeat
 from ..settings import Settings
-from .authors import mark_existing
+from .author_marks import mark_existing
 from .control import VectorBindingStore
 from .falkor import Falkor
 from ..scopes import Scoping
