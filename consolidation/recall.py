@@ -47,7 +47,7 @@ class Recall:
         where = search_filter(query)
         fetch = query.k * FETCH_FACTOR + 10
         while True:
-            hits = self.vectors.search(unit, fetch, where)
+            hits = self.vectors.search(unit, fetch, where, with_payloads=False)
             answers = self._current(hits, unit) if query.state == CURRENT else self._history(hits)
             if len(answers) >= query.k or len(hits) < fetch or fetch >= MOST_FETCHED:
                 return answers[:query.k]

@@ -1,5 +1,6 @@
 """The recall index of the embedded store: the same answers as exact search and Edge's filter, kept in step by writes."""
 
+import threading
 import uuid
 
 import numpy as np
@@ -272,3 +273,43 @@ def test_deleted_points_codes_wait_for_the_next_build_which_comes_once_a_quarter
     assert store.index._live.size == len(points)
     for where in FILTERS:
         assert_answers(store, points, query, 10, where)
+
+
+class HeldShard:
+    """The real shard, whose updates wait until released: a write caught inside Edge (a fault a real shard shows
+    only by chance, under a worker child's stream of payload writes)."""
+
+    def __init__(self, shard, entered: threading.Event, release: threading.Event):
+        self._shard, self._entered, self._release = shard, entered, release
+
+    def update(self, operation):
+        self._entered.set()
+        assert self._release.wait(30)
+        return self._shard.update(operation)
+
+    def __getattr__(self, name):
+        return getattr(self._shard, name)
+
+
+def test_a_search_does_not_wait_for_edge_inside_a_write(open_store):
+    store, points = filled(open_store, 300, seed=21)
+    entered, release, searched = threading.Event(), threading.Event(), threading.Event()
+    real = store._shard
+    store._shard = HeldShard(real, entered, release)
+    archived = sorted(points)[:5]
+    writer = threading.Thread(target=store.set_archived, args=(archived, True))
+    writer.start()
+    assert entered.wait(30)
+    answers = []
+    reader = threading.Thread(target=lambda: (answers.append(store.search(np.ones(SIZE), 300, SearchFilter())),
+                                              searched.set()))
+    reader.start()
+    finished_first = searched.wait(10)  # while the write is still inside Edge
+    release.set()
+    writer.join(30)
+    reader.join(30)
+    store._shard = real
+    assert finished_first, "the search waited for the write's Edge update"
+    assert {h.id for h in answers[0]} == set(points)
+    current = {h.id for h in store.search(np.ones(SIZE), 300, SearchFilter(without_states=("archived",)))}
+    assert current == {i for i, p in points.items() if p.payload.get("state") != "archived"} - set(archived)

@@ -43,7 +43,11 @@ class EdgeVectorStore:
         self._cache_file = directory.parent / f"{directory.name}.vectors.npz"
         self._shard, created = _open_shard(directory, vector_size)
         self.store_id = _store_id(directory.parent / f"{directory.name}.store_id")
-        # Writes and cache updates happen together under this lock, so the copy never drifts from the shard.
+        # Writes are serialised under `_writing`: the shard's update, then the copy's and the index's change,
+        # so the copy never drifts from the shard. `_lock` guards only the copy and the index: a search waits
+        # for the in-memory part of a write (microseconds to a few ms), never for Edge's own update (a worker
+        # child's payload writes held one lock for both, and requests waited behind them up to 118 ms).
+        self._writing = threading.RLock()
         self._lock = threading.RLock()
         self._index_payload()
         if created:
@@ -61,11 +65,12 @@ class EdgeVectorStore:
             payloads = [stated(p.payload) for p in part]
             batch = [qe.Point(p.id, row.tolist(), payload) for p, row, payload in zip(part, matrix, payloads)]
             ids = [p.id for p in part]
-            with self._lock:
+            with self._writing:
                 self._update(qe.UpdateOperation.upsert_points(batch))
-                if self._cache is not None:
-                    self._cache.put(ids, matrix)
-                self.index.put(ids, normalized(matrix), payloads)
+                with self._lock:
+                    if self._cache is not None:
+                        self._cache.put(ids, matrix)
+                    self.index.put(ids, normalized(matrix), payloads)
 
     def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         if self._cache is None and len(ids) > BULK_READ:
@@ -73,6 +78,9 @@ class EdgeVectorStore:
         with self._lock:
             if self._cache is not None:
                 return self._cache.get(ids)
+        return self._retrieved(ids)
+
+    def _retrieved(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         records = self._shard.retrieve(list(ids), with_payload=False, with_vector=True) if ids else []
         return in_order(ids, {str(r.id): r.vector for r in records}, self.vector_size)
 
@@ -104,27 +112,31 @@ class EdgeVectorStore:
         present = self._present(ids)
         for memory_id, own in zip(ids, fields):  # one call per point, as set_relevance
             if memory_id in present:
-                with self._lock:
+                with self._writing:
                     self._update(qe.UpdateOperation.set_payload([memory_id], own))
-                    self.index.mark([memory_id], own)
+                    with self._lock:
+                        self.index.mark([memory_id], own)
 
-    def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+    def search(self, vector: np.ndarray, limit: int, where: SearchFilter, with_payloads: bool = True) -> list[Hit]:
         self.ping()
         unit = normalized(np.asarray(vector, np.float32)[None, :])[0]
         found = self.index.search(unit, limit, where)
         if found is None and self.index.coming(self.count()) and self.index.wait_built(BUILD_WAIT_SECONDS):
             found = self.index.search(unit, limit, where)
         if found is None:
-            return self._exact_search(vector, limit, where)
+            return self._exact_search(vector, limit, where, with_payloads)
+        if not with_payloads:  # recall reads the graph for each hit, which leaves out a point deleted meanwhile
+            return [Hit(memory_id, similarity, {}) for memory_id, similarity in found]
         payloads = self.payloads([memory_id for memory_id, _ in found])
         # A point deleted since it was found has no payload any more: it is left out, as a later search would.
         return [Hit(memory_id, similarity, payloads[memory_id]) for memory_id, similarity in found
                 if memory_id in payloads]
 
-    def _exact_search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+    def _exact_search(self, vector: np.ndarray, limit: int, where: SearchFilter,
+                      with_payloads: bool = True) -> list[Hit]:
         request = qe.SearchRequest(query=qe.Query.Nearest(np.asarray(vector, np.float32).tolist()), limit=limit,
-                                   filter=_edge_filter(where), with_payload=True, with_vector=False)
-        with self._lock:
+                                   filter=_edge_filter(where), with_payload=with_payloads, with_vector=False)
+        with self._writing:  # the shard is not closed meanwhile
             if self._shard is None:
                 raise StoreUnavailable("vectors", "the embedded Qdrant is closed")
             found = self._shard.search(request)
@@ -142,17 +154,19 @@ class EdgeVectorStore:
         present = self._present(ids)
         keep = [memory_id for memory_id in ids if memory_id in present]
         if keep:
-            with self._lock:
+            with self._writing:
                 self._update(qe.UpdateOperation.set_payload(keep, marks))
-                self.index.mark(keep, marks)
+                with self._lock:
+                    self.index.mark(keep, marks)
 
     def delete(self, ids: Sequence[str]) -> None:
         for part in chunked(list(ids), UPSERT_CHUNK * 4):
-            with self._lock:
+            with self._writing:
                 self._update(qe.UpdateOperation.delete_points(list(part)))
-                if self._cache is not None:
-                    self._cache.drop(part)
-                self.index.drop(part)
+                with self._lock:
+                    if self._cache is not None:
+                        self._cache.drop(part)
+                    self.index.drop(part)
 
     def count(self) -> int:
         # The in-memory copy is exact (every write updates both under the lock): counting it never waits for
@@ -175,7 +189,7 @@ class EdgeVectorStore:
 
     def close(self) -> None:
         self.index.stop()  # before the lock: a build takes it to read
-        with self._lock:
+        with self._writing, self._lock:
             if self._shard is None:
                 return
             self._shard.flush()
@@ -186,9 +200,12 @@ class EdgeVectorStore:
 
     def _cached_vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
         """The unit vectors of these ids from the in-memory copy (the index reads them under the lock), a piece at
-        a time: asked for most of its rows at once, the copy would reorder them, not a cost for a search."""
+        a time: asked for most of its rows at once, the copy would reorder them, not a cost for a search.
+        Without the copy (a crash left none), read from the shard: building the copy here would take the write
+        lock under `_lock`, the reverse of the writes' order."""
         if self._cache is None:
-            self._build_cache()
+            found, matrix = self._retrieved(ids)
+            return found, normalized(matrix)
         parts = [self._cache.get(ids[start:start + BULK_READ]) for start in range(0, len(ids), BULK_READ)]
         if not parts:
             return [], np.zeros((0, self.vector_size), dtype=np.float32)
@@ -199,18 +216,19 @@ class EdgeVectorStore:
         under the lock, so that no write falls between a page read and its registration)."""
         offset = None
         while not stop.is_set():
-            with self._lock:
+            with self._writing:
                 if self._shard is None:
                     return
                 records, offset = self._shard.scroll(
                     qe.ScrollRequest(offset=offset, limit=REGISTER_PAGE, with_payload=True, with_vector=False))
-                self.index.register([str(r.id) for r in records], [dict(r.payload or {}) for r in records])
+                with self._lock:
+                    self.index.register([str(r.id) for r in records], [dict(r.payload or {}) for r in records])
             if offset is None:
                 return
 
     def _build_cache(self) -> None:
         """Read every vector once (slow: Edge returns lists) into the in-memory copy."""
-        with self._lock:
+        with self._writing, self._lock:
             if self._cache is not None:
                 return
             cache = VectorCache(self.vector_size)
@@ -241,7 +259,7 @@ class EdgeVectorStore:
                 raise
 
     def _update(self, operation) -> None:
-        with self._lock:
+        with self._writing:
             if self._shard is None:
                 raise StoreUnavailable("vectors", "the embedded Qdrant is closed")
             self._shard.update(operation)

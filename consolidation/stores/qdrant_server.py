@@ -135,9 +135,9 @@ class QdrantServerStore:
             self.client.batch_update_points(self.collection, update_operations=list(part), wait=True)
 
     @_outages_are_unavailable
-    def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+    def search(self, vector: np.ndarray, limit: int, where: SearchFilter, with_payloads: bool = True) -> list[Hit]:
         found = self.client.query_points(self.collection, query=np.asarray(vector, np.float32).tolist(),
-                                         limit=limit, query_filter=_server_filter(where), with_payload=True,
+                                         limit=limit, query_filter=_server_filter(where), with_payload=with_payloads,
                                          with_vectors=False).points
         return [Hit(str(p.id), float(p.score), dict(p.payload or {})) for p in found]
 

@@ -86,9 +86,10 @@ class VectorStore(Protocol):
         """Set each point's own payload fields (one dict per id; its other fields stay); ids without a point are
         skipped."""
 
-    def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
+    def search(self, vector: np.ndarray, limit: int, where: SearchFilter, with_payloads: bool = True) -> list[Hit]:
         """The `limit` points most similar to `vector` (cosine) among those `where` lets through, best first
-        (approximate: the store's HNSW index, exact while a segment is small)."""
+        (approximate: the store's HNSW index, exact while a segment is small); hits carry an empty payload
+        unless `with_payloads` (reading them is a second store call a caller may not need)."""
 
     def set_scopes(self, ids: Sequence[str], scope: str) -> None:
         """Mirror one scope key into the payload of these points; ids without a point are skipped."""

@@ -191,8 +191,8 @@ class RemoteVectors:
         for start in range(0, len(ids), IDS_PER_CALL):
             self._ask("set_fields", list(ids[start:start + IDS_PER_CALL]), fields[start:start + IDS_PER_CALL])
 
-    def search(self, vector: np.ndarray, limit: int, where: SearchFilter) -> list[Hit]:
-        return self._ask("search", np.asarray(vector, np.float32), limit, where)
+    def search(self, vector: np.ndarray, limit: int, where: SearchFilter, with_payloads: bool = True) -> list[Hit]:
+        return self._ask("search", np.asarray(vector, np.float32), limit, where, with_payloads)
 
     def delete(self, ids: Sequence[str]) -> None:
         for part in _parts(ids):
