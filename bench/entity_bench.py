@@ -80,7 +80,7 @@ def quality() -> dict:
             references = [[entity["id"], memory_ids[i * MEMORIES_PER_NAME + k]] for i, entity in enumerate(names)
                           for k in range(MEMORIES_PER_NAME)]
             write_entities(services, names, references)
-            report = services.engine.run(["entities"], dry_run=True)["results"]["entities"]
+            report = services.engine.run(["entities"], dry_run=True)["result"]["entities"]
         finally:
             services.close()
     predicted = set()
@@ -117,7 +117,7 @@ def speed(n: int) -> dict:
                           for j in rng.integers(0, n, 2)]
             write_entities(services, entities, references)
             started = time.monotonic()
-            report = services.engine.run(["entities"])["results"]["entities"]
+            report = services.engine.run(["entities"])["result"]["entities"]
             elapsed = time.monotonic() - started
         finally:
             services.close()

@@ -116,7 +116,7 @@ def public_through_service(space: str) -> dict[str, dict]:
             try:
                 imported(services, lines)
                 started = time.monotonic()
-                report = services.engine.run(["dedup"])["results"]["dedup"]
+                report = services.engine.run(["dedup"])["result"]["dedup"]
                 seconds = time.monotonic() - started
                 found = links(services)
             finally:
@@ -165,9 +165,9 @@ def memory_set_through_service(name: str, space: str) -> dict:
             imported(services, [{**m, **({"embedding": vectors[m["id"]].tolist()} if vectors else {})}
                                 for m in memories])
             started = time.monotonic()
-            first = services.engine.run(["dedup"])["results"]["dedup"]
+            first = services.engine.run(["dedup"])["result"]["dedup"]
             seconds = time.monotonic() - started
-            second = services.engine.run(["dedup"])["results"]["dedup"]
+            second = services.engine.run(["dedup"])["result"]["dedup"]
             found = links(services)
             ids, matrix = services.stores.vectors.vectors([m["id"] for m in memories])
         finally:
@@ -270,7 +270,7 @@ def numbered_notes(count: int = 20_000) -> dict:
             seconds, reports = [], []
             for _ in range(2):
                 started = time.monotonic()
-                reports.append(services.engine.run(["dedup"], full=True)["results"]["dedup"])
+                reports.append(services.engine.run(["dedup"], full=True)["result"]["dedup"])
                 seconds.append(time.monotonic() - started)
             edges = links(services)
         finally:

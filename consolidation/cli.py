@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from .settings import Settings
     from .terminal import RunState
 
+# An import that wrote its good lines and left bad ones out (--skip-bad-lines): neither success (0) nor
+# refused (1), so that a script can tell.
+SKIPPED_EXIT = 3
 URL_HELP = "Talk to a running service at this URL instead of opening the stores in this process."
 GRAPH_HELP = "The graph to work on (one FALKORDB_GRAPHS serves); default: FALKORDB_GRAPH."
 
@@ -73,15 +76,19 @@ def worker(parent_pid: int | None, falkordb_socket: str | None, vectors_socket: 
 @click.option("--overwrite", is_flag=True,
               help="Replace stored memories that have a line's id (recorded in the audit log).")
 @click.option("--dry-run", is_flag=True, help="Check every line and say what would happen; write nothing.")
+@click.option("--skip-bad-lines", is_flag=True,
+              help="Leave out invalid and conflicting lines (each named on stderr) and import the others; "
+                   f"exit status {SKIPPED_EXIT} when any was left out.")
 @click.option("--graph", help=GRAPH_HELP)
 def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: bool, overwrite: bool,
-                    dry_run: bool, graph: str | None) -> None:
+                    dry_run: bool, skip_bad_lines: bool, graph: str | None) -> None:
     """Import memories from a JSONL file: one JSON object per line (content, type, importance, ..., embedding).
 
-    Every line is checked before anything is written, and the file is written whole or not at all. An import
-    creates memories: a line whose id is already stored is skipped if it says the same, and is a conflict
-    otherwise (then nothing is imported, unless --overwrite). Lines without an id get one derived from the
-    line, so importing the same file twice creates nothing the second time.
+    Every line is checked before anything is written, and the file is written whole or not at all (exit
+    status 1 if a line is invalid or conflicts), unless --skip-bad-lines. An import creates memories: a line
+    whose id is already stored is skipped if it says the same, and is a conflict otherwise (then nothing is
+    imported, unless --overwrite). Lines without an id get one derived from the line, so importing the same
+    file twice creates nothing the second time.
 
     The report is printed as JSON (with lines_per_second); on a terminal, bars on stderr show the progress.
     """
@@ -89,7 +96,8 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
 
     settings = _settings()
     data = path.read_bytes()
-    flags = {"shift_to_now": shift_to_now, "overwrite": overwrite, "dry_run": dry_run}
+    flags = {"shift_to_now": shift_to_now, "overwrite": overwrite, "dry_run": dry_run,
+             "skip_bad_lines": skip_bad_lines}
     with ImportBars(on_terminal()) as bars:
         if url:
             report = _remote_import(_remote(url, settings, graph), data, if_empty, flags, bars)
@@ -275,11 +283,13 @@ def _remote_import(remote: RemoteService, data: bytes, if_empty: bool, flags: di
 
 
 def _print_import(path: Path, report: dict[str, Any], dry_run: bool) -> None:
-    """The report as JSON on stdout; each refused line and a one-line verdict on stderr, for people."""
+    """The report as JSON on stdout; each refused (or skipped) line and a one-line verdict on stderr, for people."""
+    skipping = report.get("skip_bad_lines", False)
+    mark = "skipped: " if skipping else ""
     for entry in sorted(report["errors"], key=lambda e: e["line"]):
-        click.echo(f"{path}:{entry['line']}: {entry['field']}: {entry['detail']}", err=True)
+        click.echo(f"{path}:{entry['line']}: {mark}{entry['field']}: {entry['detail']}", err=True)
     for entry in report["conflicts"]:
-        click.echo(f"{path}:{entry['line']}: conflict: memory {entry['id']}: {entry['reason']}", err=True)
+        click.echo(f"{path}:{entry['line']}: {mark}conflict: memory {entry['id']}: {entry['reason']}", err=True)
     click.echo(json.dumps({"file": str(path), **report}, indent=2))
     counts = (f"created {report['created']}, overwritten {report['overwritten']}, "
               f"skipped {report['skipped']} already stored or repeated")
@@ -287,13 +297,28 @@ def _print_import(path: Path, report: dict[str, Any], dry_run: bool) -> None:
         click.echo(f"stopped at line {report['stopped_at_line']}: {report['imported']} memories were written "
                    f"before it ({counts}); the rest of {path} was not imported", err=True)
         sys.exit(1)
-    if report["errors"] or report["conflicts"]:
-        click.echo(f"nothing imported: {len(report['errors'])} invalid line(s), "
-                   f"{len(report['conflicts'])} conflict(s)", err=True)
+    bad = _bad_lines(report)
+    if bad and not skipping:
+        shown, total = len(report["errors"]) + len(report["conflicts"]), report["errors_total"] + report["conflicts_total"]
+        listed = f" (the first {shown} listed above)" if shown < total else ""
+        click.echo(f"nothing imported: {bad}{listed}; --skip-bad-lines imports the other lines", err=True)
         sys.exit(1)
     verb = "would import" if dry_run else "imported"
-    click.echo(f"{verb} {report['imported']} memories from {path} ({counts}); {report['lines']} lines in "
-               f"{report['elapsed_seconds']} s, {report['lines_per_second']:,.0f} lines/s", err=True)
+    left_out = ""
+    if bad:
+        skipped = "would skip" if dry_run else "skipped"
+        left_out = f"; {skipped} {report['bad_lines_skipped']} bad line(s) ({bad}), listed above"
+    click.echo(f"{verb} {report['imported']} memories from {path} ({counts}){left_out}; {report['lines']} lines "
+               f"in {report['elapsed_seconds']} s, {report['lines_per_second']:,.0f} lines/s", err=True)
+    if bad:
+        sys.exit(SKIPPED_EXIT)
+
+
+def _bad_lines(report: dict[str, Any]) -> str:
+    """How many lines were invalid and how many conflicted, in words ("" when none was)."""
+    kinds = [f"{report[key]} {name}" for key, name in (("errors_total", "invalid line(s)"),
+                                                       ("conflicts_total", "conflict(s)")) if report[key]]
+    return ", ".join(kinds)
 
 
 def _state_of(run: Run) -> RunState:

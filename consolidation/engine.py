@@ -32,13 +32,15 @@ from .stores.control import ControlStore, Watermark, new_holder
 from .stores.audit import AuditLog
 from .stores.automem import AutomemRecords
 from .stores.inspection import InspectionStore
+from .stores.report_pages import ReportPages
 from .stores.runs import RunStore
 from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
 from .summaries import Summarizer
+from .reports import filed
 from .tasks import TASKS, TaskContext, incremental_version
 from .tasks.cluster import refresh as refresh_summaries
-from .timeutil import to_iso, utc_now
+from .timeutil import epoch_or_nan, to_iso, utc_now
 
 log = logging.getLogger(__name__)
 PROGRESS_WRITE_SECONDS = 1.0
@@ -66,6 +68,7 @@ class Run:
     graph: str | None = None
     full: bool = False  # the caller asked for full passes (dedup, creative, cluster otherwise may be incremental)
     cancelled: bool = False  # an administrator asked it to stop; it stopped at a safe point
+    paged_bytes: int = 0  # what its tasks kept of their report lists, to be paged (stores/report_pages.py)
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "graph": self.graph, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
@@ -86,6 +89,7 @@ class ConsolidationEngine:
         self.graph_name = falkor.graph_name
         self.control = ControlStore(falkor)
         self.runs = RunStore(falkor)
+        self.pages = ReportPages(falkor)
         self.audit = AuditLog(falkor)
         self.lifecycle = Lifecycle(stores.graph, stores.vectors, TombstoneStore(falkor), HygieneStore(falkor, stores.graph.scoping),
                                    embedder)
@@ -283,7 +287,8 @@ class ConsolidationEngine:
             "paused": bool(control.get("scheduler_paused")), "paused_at": control.get("scheduler_paused_at"),
             "forgetting": forgetting(self.settings.consolidation_archive_threshold,
                                      self.settings.consolidation_delete_threshold,
-                                     self.settings.consolidation_forget_interval_seconds),
+                                     self.settings.consolidation_forget_interval_seconds,
+                                     self.settings.consolidation_delete_after_archived_days),
             "automem": self.automem(reading.automem),
         }
 
@@ -423,6 +428,7 @@ class ConsolidationEngine:
         except Exception as exc:  # a failing task is recorded and retried later; it must not end the run
             log.exception("consolidation %s failed run=%s", task, run.id)
             report = {"pass": plan.name, "success": False, "error": f"{type(exc).__name__}: {exc}"}
+        report = self._filed(run, task, report)
         release_free_memory()
         report["seconds"] = round(time.monotonic() - started, 3)
         metrics.record_task(task, report, run.dry_run)
@@ -432,6 +438,17 @@ class ConsolidationEngine:
         # The schedule is the whole graph's: one scope's run leaves it; a cancelled task is no failure to retry.
         if not run.dry_run and not run.scope and not report.get("cancelled"):
             self._record(run, task, ctx.now, report, _watermark(task, control, report, ctx.now, self.settings))
+        return report
+
+    def _filed(self, run: Run, task: str, report: dict[str, Any]) -> dict[str, Any]:
+        """The task's report as the run record keeps it; its whole lists kept apart, to be paged, within what the
+        run may still keep of CONSOLIDATION_REPORT_KEPT_BYTES."""
+        report, lists = filed(report, self.settings.consolidation_report_limit)
+        most = self.settings.consolidation_report_kept_bytes - run.paged_bytes
+        try:
+            run.paged_bytes += self.pages.save(run.id, task, lists, most)
+        except Exception:  # the report still lists its first items; only paging past them is lost
+            log.exception("consolidation could not keep the report's lists task=%s run=%s", task, run.id)
         return report
 
     def _mark_unmarked(self, run: Run) -> None:
@@ -481,13 +498,11 @@ class ConsolidationEngine:
             self.runs.update(run.id, summary)
             self.runs.prune(RUNS_KEPT)
             self.control.release_lease(run.id)  # after the record: a finished run never looks abandoned
+            self.pages.prune(self.settings.consolidation_report_kept_bytes)
 
         self._write_or_defer("end of run", close_record)
-        return {"run_id": run.id, "graph": run.graph, "trigger": run.trigger, "dry_run": run.dry_run, "tasks": run.tasks,
-                **({"scope": run.scope} if run.scope else {}),
-                "started_at": to_iso(run.started_at), "finished_at": to_iso(finished),
-                "duration_seconds": round((finished - run.started_at).total_seconds(), 3),
-                "success": success, "cancelled": run.cancelled, "results": run.results}
+        # The record as GET /consolidate/runs/<id> shows it, from what this process knows (the store may be down).
+        return _public_run({**run.record(), "holder": self.holder, "current_task": run.current_task, **summary})
 
     def _write_or_defer(self, what: str, write: Callable[[], None]) -> None:
         """Write a record now; if the store is down, keep it for the first tick after it is back.
@@ -567,5 +582,17 @@ def _watermark(task: str, control: dict[str, Any], report: dict[str, Any], ran_a
                      to_iso(ran_at) if full else None)
 
 
+# The fields of a run as every answer shows it (GET /consolidate/runs/<id>, POST /consolidate with wait, the
+# CLI, status's current run): one shape, a field not set yet is null.
+RUN_FIELDS = ("graph", "state", "tasks", "dry_run", "trigger", "scope", "full", "started_at", "queued_at",
+              "finished_at", "cancel_requested_at", "holder", "current_task", "progress", "counts", "error", "result")
+
+
 def _public_run(run: dict[str, Any]) -> dict[str, Any]:
-    return {"run_id": run.get("id"), **{k: v for k, v in run.items() if k != "id"}}
+    """A run record as answered: every field of RUN_FIELDS, and two read from them that clients of the earlier
+    answer of POST /consolidate check: `success` (it succeeded) and `duration_seconds` (null until it ends)."""
+    seconds = epoch_or_nan(run.get("finished_at")) - epoch_or_nan(run.get("started_at"))
+    return {"run_id": run.get("id"), **{name: run.get(name) for name in RUN_FIELDS},
+            "full": bool(run.get("full")), "dry_run": bool(run.get("dry_run")),
+            "duration_seconds": None if math.isnan(seconds) else round(seconds, 3),
+            "success": run.get("state") == "succeeded"}

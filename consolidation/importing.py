@@ -2,14 +2,15 @@
 
 An import creates memories; it never changes a stored one unless an administrator asks (`overwrite`), and it
 never brings back a forgotten memory behind its tombstone's back. Every line is read and classified before
-anything is written, so an import writes all of its lines or none.
+anything is written, so an import writes all of its lines or none; unless it is asked to skip bad lines
+(`skip_bad_lines`): then the invalid and conflicting lines are left out, each reported, and the rest written.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -60,18 +61,29 @@ class ImportReport:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     dry_run: bool = False
+    # Invalid and conflicting lines are left out (and reported) instead of refusing the whole import.
+    skip_bad_lines: bool = False
+    # Bad lines stopped it: nothing was written (`imported` is 0; the lists name every line that stopped it).
+    refused: bool = False
 
     def add_error(self, line: int, exc: InvalidInput) -> None:
         self.errors.append({"line": line, "field": exc.field, "detail": exc.reason})
 
+    def stops_on(self, bad_lines: list[dict[str, Any]]) -> bool:
+        """Whether these invalid or conflicting lines stop the import: unless they are to be skipped."""
+        return bool(bad_lines) and not self.skip_bad_lines
+
     def public(self) -> dict[str, Any]:
-        """The report as the API and the CLI show it: counts, and the first lines of each kind."""
+        """The report as the API and the CLI show it: counts, and the first lines of each kind (every line
+        skipped, when bad lines are: each is the caller's to fix)."""
+        shown = None if self.skip_bad_lines else REPORTED_LINES
         return {
             "lines": self.lines, "created": self.created, "overwritten": self.overwritten,
-            "imported": self.created + self.overwritten, "skipped": len(self.skipped),
-            "skipped_lines": self.skipped[:REPORTED_LINES], "conflicts": self.conflicts[:REPORTED_LINES],
-            "conflicts_total": len(self.conflicts), "errors": self.errors[:REPORTED_LINES],
-            "errors_total": len(self.errors), "dry_run": self.dry_run,
+            "imported": 0 if self.refused else self.created + self.overwritten, "skipped": len(self.skipped),
+            "skipped_lines": self.skipped[:shown], "conflicts": self.conflicts[:shown],
+            "conflicts_total": len(self.conflicts), "errors": self.errors[:shown],
+            "errors_total": len(self.errors), "dry_run": self.dry_run, "skip_bad_lines": self.skip_bad_lines,
+            "bad_lines_skipped": len(self.errors) + len(self.conflicts) if self.skip_bad_lines else 0,
         }
 
 
@@ -112,29 +124,45 @@ def read_jsonl(data: bytes, report: ImportReport, progress: ImportProgress = no_
     return bodies
 
 
-def shift_times(bodies: list[tuple[int, dict[str, Any]]], now: datetime, report: ImportReport) -> None:
-    """Move every time by one offset so that the newest becomes `now`: a fixture keeps its shape."""
-    times = []
-    for number, body in bodies:
-        # A timestamp is needed; the other times only when given. Whatever is not a readable time string
-        # (missing, null, a number) is this line's error, not the service's.
-        given = [body.get(name) for name in TIME_FIELDS if name == "timestamp" or body.get(name) is not None]
-        try:
-            if not all(isinstance(value, str) for value in given):
-                raise ValueError("not a time string")
-            times.extend(parse_iso(value) for value in given)
-        except ValueError:
+def shift_times(bodies: list[tuple[int, dict[str, Any]]], now: datetime,
+                report: ImportReport) -> list[tuple[int, dict[str, Any]]]:
+    """Move every time by one offset so that the newest becomes `now`: a fixture keeps its shape. Returns the
+    lines shifted; a line whose times cannot be is an error (and, when bad lines are skipped, left out)."""
+    times = {number: _times_of(body) for number, body in bodies}
+    for number, found in times.items():
+        if found is None:
             report.add_error(number, InvalidInput("timestamp", "every line needs ISO-8601 times to shift them"))
-    if report.errors or not times:
-        return
-    delta = now - max(times)
-    for number, body in bodies:
-        for name in TIME_FIELDS:
-            if isinstance(body.get(name), str):
-                try:
-                    body[name] = to_iso(parse_iso(body[name]) + delta)
-                except OverflowError:
-                    report.add_error(number, InvalidInput(name, "shifted to now it falls before year 1"))
+    if report.stops_on(report.errors):
+        return bodies
+    bodies = [(number, body) for number, body in bodies if times[number] is not None]
+    if not bodies:
+        return bodies
+    delta = now - max(max(times[number]) for number, _ in bodies)
+    return [(number, body) for number, body in bodies if _shifted(number, body, delta, report)]
+
+
+def _times_of(body: dict[str, Any]) -> list[datetime] | None:
+    """A line's times: its timestamp, and the others when given; None if one is not a readable time string
+    (missing, null, a number): that is the line's error, not the service's."""
+    given = [body.get(name) for name in TIME_FIELDS if name == "timestamp" or body.get(name) is not None]
+    try:
+        if not all(isinstance(value, str) for value in given):
+            raise ValueError("not a time string")
+        return [parse_iso(value) for value in given]
+    except ValueError:
+        return None
+
+
+def _shifted(number: int, body: dict[str, Any], delta: timedelta, report: ImportReport) -> bool:
+    """The line's times moved by `delta`; False (the line's error) if one falls out of the date range."""
+    for name in TIME_FIELDS:
+        if isinstance(body.get(name), str):
+            try:
+                body[name] = to_iso(parse_iso(body[name]) + delta)
+            except OverflowError:
+                report.add_error(number, InvalidInput(name, "shifted to now it falls before year 1"))
+                return False
+    return True
 
 
 def parse_lines(bodies: list[tuple[int, dict[str, Any]]], parse: Callable[[Any], NewMemory],

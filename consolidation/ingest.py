@@ -48,8 +48,8 @@ class MemoryChecks:
                      progress: ImportProgress = no_progress) -> list[ImportLine]:
         """Every line read and checked; what is wrong goes into the report's errors, in line order."""
         bodies = read_jsonl(data, report, progress, self.settings.consolidation_scope_properties)
-        if shift_to_now and not report.errors:
-            shift_times(bodies, self.clock(), report)
+        if shift_to_now and not report.stops_on(report.errors):
+            bodies = shift_times(bodies, self.clock(), report)
         # One moment for the whole import: two identical lines without times are one memory, filled in alike.
         now = self.clock()
         lines = parse_lines(bodies, lambda body: self.memory(body, importing=True, now=now), report, progress)
@@ -57,14 +57,15 @@ class MemoryChecks:
         return lines
 
     def import_writing_nothing(self, data: bytes, *, shift_to_now: bool = False, overwrite: bool = False,
-                               dry_run: bool = False) -> ImportReport | None:
-        """The report of an import into an empty graph when it writes nothing (a refused line, or a dry run);
-        None when it would write."""
-        report = ImportReport(dry_run=dry_run)
+                               dry_run: bool = False, skip_bad_lines: bool = False) -> ImportReport | None:
+        """The report of an import into an empty graph when it writes nothing (a refused line, every line
+        skipped, or a dry run); None when it would write."""
+        report = ImportReport(dry_run=dry_run, skip_bad_lines=skip_bad_lines)
         lines = self.import_lines(data, report, shift_to_now)
-        if report.errors:
+        report.refused = report.stops_on(report.errors)
+        if report.refused:
             return report
-        if not dry_run:
+        if not dry_run and (lines or not report.errors):
             return None
         plan = plan_import(lines, {}, {}, overwrite, report, self.settings.consolidation_scope_properties)
         report.created, report.overwritten = len(plan.create), len(plan.overwrite)
@@ -152,19 +153,24 @@ class MemoryService:
                                       self.settings.consolidation_restore_hold_days)
 
     def import_jsonl(self, data: bytes, *, shift_to_now: bool = False, overwrite: bool = False,
-                     dry_run: bool = False, progress: ImportProgress = no_progress) -> ImportReport:
-        """Read and classify every line, then write all of them or none (see importing.py)."""
-        report = ImportReport(dry_run=dry_run)
+                     dry_run: bool = False, skip_bad_lines: bool = False,
+                     progress: ImportProgress = no_progress) -> ImportReport:
+        """Read and classify every line, then write all of them or none; or, skipping bad lines, the valid
+        lines that conflict with nothing stored (see importing.py)."""
+        report = ImportReport(dry_run=dry_run, skip_bad_lines=skip_bad_lines)
         lines = self.checks.import_lines(data, report, shift_to_now, progress)
-        if report.errors:
-            return report
+        # Classified against the stores even when invalid lines refuse the import: its report names every
+        # line that stops it, the conflicting ones too.
         self.stores.ensure_ready()
         ids = [line.id for line in lines]
         stored = {m["id"]: m for m in self.stores.graph.get_memories(ids)}
         tombstoned = self.lifecycle.tombstones.open_states([i for i in ids if i not in stored])
         plan = plan_import(lines, stored, tombstoned, overwrite, report,
                            self.settings.consolidation_scope_properties)
-        if report.conflicts or dry_run:
+        report.refused = report.stops_on(report.errors + report.conflicts)
+        if report.stops_on(report.errors):
+            return report  # refused for invalid lines: the counts stay 0, the lists name every line that stops it
+        if report.refused or dry_run:
             report.created, report.overwritten = len(plan.create), len(plan.overwrite)
             return report
         self._apply(plan, stored, report, progress)

@@ -18,9 +18,11 @@ def parse_json(raw: bytes | str, field: str = "body") -> Any:
     """Decode and parse one JSON document; InvalidInput names `field`, or the top-level key holding a bad value."""
     text = decode_utf8(raw, field) if isinstance(raw, bytes) else raw
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=_one_value_per_key)
     except RecursionError:
         raise InvalidInput(field, f"is nested too deeply (at most {MAX_DEPTH} levels)") from None
+    except RepeatedKey as exc:
+        raise InvalidInput(field, f"gives the key {exc.key[:100]!r} twice in one object; give it once") from None
     except json.JSONDecodeError as exc:
         raise InvalidInput(field, f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except ValueError as exc:  # an integer of more digits than Python converts, or NaN / Infinity
@@ -88,6 +90,22 @@ def _encodable(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+class RepeatedKey(Exception):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _one_value_per_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different: with `{"dry_run": true, "dry_run": false}` the last would win
+    silently here, where another reader (a proxy, a log) takes the first."""
+    value = dict(pairs)
+    if len(value) < len(pairs):
+        seen: set[str] = set()
+        raise RepeatedKey(next(key for key, _ in pairs if key in seen or seen.add(key)))
+    return value
 
 
 def _refuse_constant(name: str) -> Any:

@@ -15,6 +15,7 @@ from .importing import CHECKED, REPORTED_LINES, WRITTEN, ImportProgress, no_prog
 CHUNK_LINES = 2000
 CHUNK_BYTES = 4 * 1024 * 1024
 POLL_SECONDS = 0.5
+UNFINISHED = ("queued", "running")  # a queued run waits for a worker: follow it until it has ended
 
 
 class RemoteError(ServiceError):
@@ -34,18 +35,21 @@ class RemoteService:
         return self._json("GET", "/consolidate/status")["store_counts"]["graph_memories"]
 
     def import_jsonl(self, data: bytes, *, shift_to_now: bool, overwrite: bool, dry_run: bool,
-                     progress: ImportProgress = no_progress) -> dict[str, Any]:
+                     skip_bad_lines: bool = False, progress: ImportProgress = no_progress) -> dict[str, Any]:
         """All or nothing across chunks: every chunk is checked (a dry run) before the first one is written.
 
         Only a failure of the service itself between chunks can leave part of a file written; the report then
         says exactly how many lines were written and where it stopped. Progress counts the (non-blank) lines
-        of the chunks the service has checked, then of those it has written.
+        of the chunks the service has checked, then of those it has written. Skipping bad lines, each chunk is
+        written as it comes (import_skipping).
         """
         chunks = split_chunks(data)
         if shift_to_now and len(chunks) > 1:
             raise RemoteError(f"--shift-to-now with --url takes one request: at most {CHUNK_LINES} lines, "
                               f"{CHUNK_BYTES // 2**20} MB")
         total = sum(1 for line in data.split(b"\n") if line.strip())
+        if skip_bad_lines:
+            return self.import_skipping(data, chunks, total, shift_to_now, overwrite, dry_run, progress)
         checks, done = [], 0
         progress(CHECKED, 0, total)
         for first, chunk in chunks:
@@ -74,6 +78,26 @@ class RemoteService:
                 return {**_totals(_merged(written), dry_run=False), "stopped_at_line": first}
         return _totals(_merged(written), dry_run=False)
 
+    def import_skipping(self, data: bytes, chunks: list[tuple[int, bytes]], total: int, shift_to_now: bool,
+                        overwrite: bool, dry_run: bool, progress: ImportProgress) -> dict[str, Any]:
+        """Each chunk written (or checked) with its bad lines left out: no chunk waits for the others. A line
+        repeating an earlier line's id with other fields is left out here (sent blank: the numbers stay), as
+        the service leaves it out within one request."""
+        repeated = _repeated_ids(data) if len(chunks) > 1 else []
+        chunks = _blanked(chunks, {error["line"] for error in repeated})
+        stage, reports, done = (CHECKED if dry_run else WRITTEN), [], 0
+        progress(stage, 0, total)
+        for first, chunk in chunks:
+            reports.append(self._import(chunk, first, shift_to_now, overwrite, dry_run, skip_bad_lines=True))
+            done += reports[-1]["lines"]
+            progress(stage, done, total)
+        merged = _merged(reports)
+        merged["errors"] = sorted(merged["errors"] + repeated, key=lambda error: error["line"])
+        for key in ("lines", "errors_total", "bad_lines_skipped"):
+            merged[key] += len(repeated)
+        progress(stage, total, total)
+        return _totals(merged, dry_run=dry_run, skip_bad_lines=True)
+
     def consolidate(self, tasks: list[str] | None, dry_run: bool, progress: Callable[[dict], None],
                     full_pass: bool = False, incremental: bool = False) -> dict[str, Any]:
         """Start a run (202) and follow it until it ends; the run's record is the result."""
@@ -84,13 +108,16 @@ class RemoteService:
         started = self._json("POST", "/consolidate", json=body)
         while True:
             run = self._json("GET", started["status_url"])
-            if run.get("state") != "running":
+            if run.get("state") not in UNFINISHED:
                 return run
             progress(run)
             time.sleep(POLL_SECONDS)
 
-    def _import(self, chunk: bytes, first: int, shift_to_now: bool, overwrite: bool, dry_run: bool) -> dict:
-        params = {"shift_to_now": _flag(shift_to_now), "overwrite": _flag(overwrite), "dry_run": _flag(dry_run)}
+    def _import(self, chunk: bytes, first: int, shift_to_now: bool, overwrite: bool, dry_run: bool,
+                skip_bad_lines: bool = False) -> dict:
+        params = {"shift_to_now": _flag(shift_to_now), "overwrite": _flag(overwrite), "dry_run": _flag(dry_run),
+                  # Only when asked: a service older than the flag still takes every other import.
+                  **({"skip_bad_lines": "true"} if skip_bad_lines else {})}
         reply = self._request("POST", "/memory/import", content=chunk, params=params,
                               headers={"Content-Type": "application/x-ndjson"})
         body = _body(reply)
@@ -144,23 +171,33 @@ def _repeated_ids(data: bytes) -> list[dict[str, Any]]:
     return errors
 
 
+def _blanked(chunks: list[tuple[int, bytes]], numbers: set[int]) -> list[tuple[int, bytes]]:
+    """The chunks with these lines (numbered in the file) made blank: the service skips a blank line."""
+    if not numbers:
+        return chunks
+    return [(first, b"\n".join(b"" if first + offset in numbers else line
+                                for offset, line in enumerate(chunk.split(b"\n")))) for first, chunk in chunks]
+
+
 def _merged(reports: list[dict[str, Any]]) -> dict[str, Any]:
     merged: dict[str, Any] = {"lines": 0, "created": 0, "overwritten": 0, "imported": 0, "skipped": 0,
                               "skipped_lines": [], "conflicts": [], "errors": [], "conflicts_total": 0,
-                              "errors_total": 0}
+                              "errors_total": 0, "bad_lines_skipped": 0}
     for report in reports:
-        for key in ("lines", "created", "overwritten", "imported", "skipped", "conflicts_total", "errors_total"):
-            merged[key] += report[key]
+        for key in ("lines", "created", "overwritten", "imported", "skipped", "conflicts_total", "errors_total",
+                    "bad_lines_skipped"):
+            merged[key] += report.get(key, 0)  # bad_lines_skipped: not from a service older than the flag
         for key in ("skipped_lines", "conflicts", "errors"):
             merged[key] += report[key]
     return merged
 
 
-def _totals(report: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+def _totals(report: dict[str, Any], dry_run: bool, skip_bad_lines: bool = False) -> dict[str, Any]:
     """A merged report in the shape of one import's (ImportReport.public): the lists cut to the first lines of
-    each kind, with their totals."""
-    return {**report, "conflicts": report["conflicts"][:REPORTED_LINES], "errors": report["errors"][:REPORTED_LINES],
-            "skipped_lines": report["skipped_lines"][:REPORTED_LINES], "dry_run": dry_run}
+    each kind, with their totals (every line, skipping bad lines)."""
+    shown = None if skip_bad_lines else REPORTED_LINES
+    return {**report, "conflicts": report["conflicts"][:shown], "errors": report["errors"][:shown],
+            "skipped_lines": report["skipped_lines"][:shown], "dry_run": dry_run, "skip_bad_lines": skip_bad_lines}
 
 
 def _body(reply: httpx.Response) -> dict[str, Any]:

@@ -10,13 +10,35 @@ ID_FIELDS = ("into", "duplicates", "newer", "older", "a", "b", "from", "to", "me
              "second", "meta_pattern_id")
 
 
-def paged_report(report: dict[str, Any], limit: int, offset: int) -> dict[str, Any]:
-    """The task's report with every list cut to one page, and `lists`: name -> {items, total} of the page."""
+def filed(report: dict[str, Any], limit: int) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """A task's report as its run record keeps it, each list of items cut to its first `limit` with `<name>_total`
+    (unless the task counted it: a sample's total counts more than it holds), and its whole lists, which are kept
+    apart (stores/report_pages.py) so that the report pages to their last item."""
+    lists = {name: items for name, items in report.items() if _is_listing(items)}
+    kept = {name: items[:limit] for name, items in lists.items()}
+    totals = {f"{name}_total": report.get(f"{name}_total", len(items)) for name, items in lists.items()}
+    return {**report, **kept, **totals}, lists
+
+
+def paged_report(report: dict[str, Any], limit: int, offset: int,
+                 stored: dict[str, tuple[int, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """The task's report with every list cut to one page, and `lists`: name -> {items, total, kept} of the page.
+    `stored`: the lists kept apart (name -> how many items, the page of them); a list without them (dropped with
+    an older run, or recorded before they were kept) pages through the items the report itself keeps."""
     scalars = {name: value for name, value in report.items() if not isinstance(value, list)}
-    lists = {name: {"items": items[offset:offset + limit], "total": report.get(f"{name}_total", len(items)),
-                    "kept": len(items)}
-             for name, items in report.items() if isinstance(items, list) and items and isinstance(items[0], dict)}
+    lists = {}
+    for name, items in report.items():
+        if _is_listing(items) and items:
+            kept, page = stored.get(name, (0, []))
+            if kept < len(items):
+                kept, page = len(items), items[offset:offset + limit]
+            lists[name] = {"items": page, "total": report.get(f"{name}_total", len(items)), "kept": kept}
     return {"report": scalars, "lists": lists}
+
+
+def _is_listing(value: Any) -> bool:
+    """A list of items (merges, decisions, ...; or none), not of plain values (ids, numbers)."""
+    return isinstance(value, list) and (not value or isinstance(value[0], dict))
 
 
 def named_ids(lists: dict[str, dict[str, Any]]) -> list[str]:

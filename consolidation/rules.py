@@ -48,17 +48,26 @@ class ForgetPolicy:
     grace_period_days: float
     protected_importance: float
     protected_types: frozenset[str]
+    # Days a memory stays archived before it may be deleted: a memory below the delete line is archived first,
+    # so a wrong threshold shows in the archive (and is undone by a restore) before anything is deleted. 0: one
+    # below the delete line is deleted at once, active or archived.
+    delete_after_archived_days: float = 0.0
 
     @property
     def enabled(self) -> bool:
         """Whether forgetting archives or deletes anything (both thresholds 0: off, the default)."""
         return self.archive_threshold > 0 or self.delete_threshold > 0
 
+    @property
+    def archives_first(self) -> bool:
+        """Whether a memory below the delete line is archived, and deleted only after the dwell."""
+        return self.delete_after_archived_days > 0
+
 
 @dataclass(frozen=True)
 class ForgetDecision:
     memory_id: str
-    action: str  # archive, delete or protect
+    action: str  # archive, delete or protect (a report's await: archived, waiting out the dwell)
     reason: str
     relevance_score: float
 
@@ -76,15 +85,22 @@ def forget_decisions(
     *,
     merged: np.ndarray | None = None,
     days_held: np.ndarray | None = None,
+    days_archived: np.ndarray | None = None,
 ) -> list[ForgetDecision]:
     """One decision for every memory below a threshold: delete, archive, or protect (with the protection).
     A merged memory is never judged on its own score (it leaves with its canonical); one a restore holds
-    (`days_held` > 0 still) is protected."""
+    (`days_held` > 0 still) is protected. With a dwell (policy.archives_first), a memory below the delete line is
+    archived, and deleted only once `days_archived` (NaN: unknown, so not yet) reaches the dwell; until then an
+    archived one gets no decision (awaiting_deletion lists it)."""
     count = len(ids)
     merged = np.zeros(count, bool) if merged is None else merged
     days_held = np.full(count, np.nan) if days_held is None else days_held
+    days_archived = np.full(count, np.nan) if days_archived is None else days_archived
     below_delete = (relevance < policy.delete_threshold) & ~merged
     below_archive = (relevance < policy.archive_threshold) & ~archived & ~merged
+    # Without a dwell what is below the delete line goes at once; with one, only after the dwell in the archive.
+    deletable = (archived & (days_archived >= policy.delete_after_archived_days) if policy.archives_first
+                 else np.ones(count, bool))
     decisions = []
     for i in np.flatnonzero(below_delete | below_archive):
         shield = (f"restored: held {days_held[i]:.1f} more days" if days_held[i] > 0 else
@@ -92,13 +108,25 @@ def forget_decisions(
         score = float(relevance[i])
         if shield:
             decisions.append(ForgetDecision(ids[i], "protect", shield, score))
-        elif below_delete[i]:
-            reason = f"relevance {score:.4f} < delete threshold {policy.delete_threshold}"
-            decisions.append(ForgetDecision(ids[i], "delete", reason, score))
-        else:
-            reason = f"relevance {score:.4f} < archive threshold {policy.archive_threshold}"
-            decisions.append(ForgetDecision(ids[i], "archive", reason, score))
+        elif below_delete[i] and deletable[i]:
+            decisions.append(ForgetDecision(ids[i], "delete", _delete_reason(policy, score, days_archived[i]), score))
+        elif not archived[i]:
+            decisions.append(ForgetDecision(ids[i], "archive", _archive_reason(policy, score, below_delete[i]), score))
     return decisions
+
+
+def _delete_reason(policy: ForgetPolicy, score: float, days_archived: float) -> str:
+    reason = f"relevance {score:.4f} < delete threshold {policy.delete_threshold}"
+    if policy.archives_first:
+        reason += f", archived {days_archived:.1f} days >= {policy.delete_after_archived_days:g}"
+    return reason
+
+
+def _archive_reason(policy: ForgetPolicy, score: float, below_delete: bool) -> str:
+    if below_delete:  # only with a dwell: otherwise it would be deleted
+        return (f"relevance {score:.4f} < delete threshold {policy.delete_threshold}: archived first, deletable "
+                f"after {policy.delete_after_archived_days:g} days archived")
+    return f"relevance {score:.4f} < archive threshold {policy.archive_threshold}"
 
 
 def _protection(policy: ForgetPolicy, age_days, importance, memory_type, protected, protected_reason) -> str | None:
@@ -116,10 +144,12 @@ def _protection(policy: ForgetPolicy, age_days, importance, memory_type, protect
 
 
 def forget_due(policy: ForgetPolicy, below_at: np.ndarray, grace_from: np.ndarray, importance: np.ndarray,
-               types: Sequence[str], protected: np.ndarray, held_until: np.ndarray | None = None) -> np.ndarray:
+               types: Sequence[str], protected: np.ndarray, held_until: np.ndarray | None = None,
+               archived_since: np.ndarray | None = None) -> np.ndarray:
     """The epoch second each memory could first be forgotten if only time passes (inf: never): when its
-    relevance is below its threshold (`below_at`), the grace period counted from `grace_from` is over, and a
-    restore's hold (`held_until`, NaN: none) has ended. The protections of _protection that time does not end
+    relevance is below its threshold (`below_at`), the grace period counted from `grace_from` is over, a
+    restore's hold (`held_until`, NaN: none) has ended, and an archived memory (`archived_since`, NaN: active)
+    has been archived for the dwell (deletable_from). The protections of _protection that time does not end
     (flag, importance, type, an unknown age) make it never."""
     grace_ends = grace_from + policy.grace_period_days * SECONDS_PER_DAY
     for_good = protected | (np.nan_to_num(importance, nan=-1.0) >= policy.protected_importance) | \
@@ -127,4 +157,11 @@ def forget_due(policy: ForgetPolicy, below_at: np.ndarray, grace_from: np.ndarra
     ends = np.fmax(below_at, grace_ends)
     if held_until is not None:
         ends = np.fmax(ends, held_until)  # fmax: a NaN (never held) leaves the other
+    if archived_since is not None:
+        ends = np.fmax(ends, deletable_from(policy, archived_since))
     return np.where(for_good, np.inf, ends)
+
+
+def deletable_from(policy: ForgetPolicy, archived_since: np.ndarray) -> np.ndarray:
+    """The epoch second from which each archived memory (archived at `archived_since`) may be deleted."""
+    return archived_since + policy.delete_after_archived_days * SECONDS_PER_DAY

@@ -168,6 +168,9 @@ class Settings(BaseModel):
     )
     consolidation_archive_threshold: Fraction = Field(0.0, description="a relevance 0..1 (0 disables)")
     consolidation_delete_threshold: Fraction = Field(0.0, description="a relevance 0..1 (0 disables)")
+    consolidation_delete_after_archived_days: float = Field(
+        30.0, ge=0, description="a number of days >= 0: how long a memory stays archived before forget may delete "
+                                "it (a memory below the delete threshold is archived first); 0 deletes at once")
     consolidation_tombstone_retention_days: float = Field(30.0, ge=0, description="a number of days >= 0")
     consolidation_restore_hold_days: float = Field(
         30.0, ge=0, description="a number of days >= 0: how long no automatic run archives, deletes or merges a "
@@ -175,6 +178,9 @@ class Settings(BaseModel):
 
     # Reports and input limits.
     consolidation_report_limit: int = Field(100, ge=1, le=100000, description="an integer >= 1")
+    consolidation_report_kept_bytes: int = Field(
+        256_000_000, ge=0, description="a number of bytes >= 0: the report lists kept to be paged, the newest "
+                                       "runs' first (a forget decision takes about 200)")
     max_content_chars: int = Field(20000, ge=1, description="an integer >= 1")
     max_request_bytes: int = Field(16 * 1024 * 1024, ge=1024, description="a number of bytes >= 1024")
 

@@ -55,6 +55,21 @@ def epoch_seconds(texts: Iterable[str | None]) -> np.ndarray:
     return seconds
 
 
+def iso_texts(epochs: np.ndarray) -> list[str | None]:
+    """to_iso of each epoch second (None where NaN), a whole column at once. Such columns repeat their times
+    (every memory one run archived shares its time), so each distinct time is spelled once."""
+    epochs = np.asarray(epochs, np.float64)
+    known = np.isfinite(epochs)
+    times, inverse = np.unique(epochs[known], return_inverse=True)
+    # numpy spells them (in UTC, to the microsecond) 3x faster than datetime; isoformat leaves out zero micros.
+    micros = np.datetime_as_string(np.round(times * 1e6).astype(np.int64).astype("datetime64[us]"), unit="us")
+    spelled = np.array([f"{t[:-7] if t.endswith('.000000') else t}+00:00" for t in micros.tolist()] + [None],
+                       dtype=object)
+    shown = np.full(epochs.size, len(times))  # the None at the end
+    shown[known] = inverse
+    return spelled[shown].tolist()
+
+
 def epoch_or_nan(text: str | None) -> float:
     """Seconds since the epoch of one ISO string; NaN if it is missing or unreadable."""
     if not text:

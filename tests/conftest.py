@@ -32,8 +32,10 @@ class Clock:
 
 
 def make_settings(data_dir, **overrides) -> Settings:
+    # No dwell before a deletion unless a test asks for one (tests/test_forget.py does): the tests of deletion
+    # itself (crash safety, tombstones, restores) delete in one run.
     values = {"admin_api_token": TOKEN, "data_dir": data_dir, "consolidation_scheduler_enabled": False,
-              "vector_size": 16, "consolidation_tick_seconds": 1.0}
+              "vector_size": 16, "consolidation_tick_seconds": 1.0, "consolidation_delete_after_archived_days": 0}
     values.update(overrides)
     return Settings(**values)
 
@@ -41,6 +43,16 @@ def make_settings(data_dir, **overrides) -> Settings:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+@pytest.fixture
+def forgetful(tmp_path, clock):
+    """Services that forget (archive below 0.2, delete below 0.05; the dwell as make_settings sets it)."""
+    settings = make_settings(tmp_path / "data", consolidation_archive_threshold=0.2,
+                             consolidation_delete_threshold=0.05)
+    services = build_services(settings, clock=clock)
+    yield services
+    services.close()
 
 
 @pytest.fixture

@@ -47,8 +47,20 @@ def test_consolidate_with_wait_returns_the_whole_result(client, auth, services):
     assert response.status_code == 200
     body = response.json
     assert body["tasks"] == ["decay", "dedup", "creative", "cluster", "forget"] and body["success"] is True
-    assert set(body["results"]) == {"decay", "dedup", "creative", "cluster", "forget"}
-    assert all("seconds" in r and r["success"] for r in body["results"].values())
+    assert body["state"] == "succeeded" and set(body["result"]) == {"decay", "dedup", "creative", "cluster", "forget"}
+    assert all("seconds" in r and r["success"] for r in body["result"].values())
+
+
+@pytest.mark.parametrize("body", [{"task": "decay"}, {"task": "forget", "dry_run": True}, {}])
+def test_a_waited_run_answers_the_same_fields_as_its_record(client, auth, services, body):
+    add_memory(services)
+    waited = client.post("/consolidate", json={**body, "wait": True}, headers=auth).json
+    record = client.get(f"/consolidate/runs/{waited['run_id']}", headers=auth).json
+    assert set(waited) == set(record)
+    # The fields AutoMem-era clients check are fields of the record itself, and agree with its state.
+    assert record["success"] is waited["success"] is True and record["state"] == "succeeded"
+    assert record["result"] == waited["result"] and record["duration_seconds"] == waited["duration_seconds"]
+    assert "results" not in record and "cancelled" not in record
 
 
 def test_consolidate_without_wait_answers_202_and_the_run_can_be_followed(client, auth, services):
@@ -68,7 +80,7 @@ def test_consolidate_without_wait_answers_202_and_the_run_can_be_followed(client
 @pytest.mark.parametrize("body", [{"mode": "full"}, {"task": "all"}, {}])
 def test_full_runs_have_every_spelling(client, auth, body):
     response = client.post("/consolidate", json={**body, "wait": True, "dry_run": True}, headers=auth)
-    assert response.status_code == 200 and len(response.json["results"]) == 5
+    assert response.status_code == 200 and len(response.json["result"]) == 5
 
 
 @pytest.mark.parametrize("body, field", [

@@ -153,7 +153,7 @@ def test_an_update_a_run_detects_expires_the_payload_for_automem(both, clock):
     new = add_memory(both, vector=vector_at(0.8, BASE, OTHER), type="Context", timestamp=days_ago(2),
                      content="Production deploys moved from Tuesday to Thursday", last_accessed=NOW.isoformat())
     assert automem_vector_recall(both, BASE, clock()) == [old, new]
-    report = both.engine.run(["dedup"])["results"]["dedup"]
+    report = both.engine.run(["dedup"])["result"]["dedup"]
     assert [(s["newer"], s["older"]) for s in report["supersessions"]] == [(new, old)]
     assert both.stores.vectors.payloads([old])[old]["t_invalid"] == days_ago(2)
     assert automem_vector_recall(both, BASE, clock()) == [new]
@@ -187,7 +187,7 @@ def test_a_merged_duplicate_leaves_automems_selection_and_comes_back_with_a_rest
                        type="Decision", relevance_score=1.0)
     second = add_memory(services, vector=NEAR, content="we chose postgresql for the billing database!",
                         type="Decision", relevance_score=1.0)
-    report = services.engine.run(["dedup"])["results"]["dedup"]
+    report = services.engine.run(["dedup"])["result"]["dedup"]
     (merge,) = report["merges"]
     duplicate = merge["duplicates"][0]
     assert scores(services, duplicate) == (NOT_CURRENT_RELEVANCE, NOT_CURRENT_RELEVANCE)
@@ -211,7 +211,7 @@ def test_decay_caps_again_what_automems_own_passes_lifted(services, clock):
                type="Decision", relevance_score=1.0)
     add_memory(services, vector=NEAR, content="we chose postgresql for the billing database!",
                type="Decision", relevance_score=1.0)
-    (merge,) = services.engine.run(["dedup"])["results"]["dedup"]["merges"]
+    (merge,) = services.engine.run(["dedup"])["result"]["dedup"]["merges"]
     duplicate = merge["duplicates"][0]
     falkor = services.stores.graph.falkor
 
@@ -220,15 +220,15 @@ def test_decay_caps_again_what_automems_own_passes_lifted(services, clock):
 
     services.engine.run(["decay"])  # the first decay is a full pass
     automem_rescores()
-    assert services.engine.run(["decay"])["results"]["decay"]["capped_again"] == 0  # incremental, no AutoMem run
+    assert services.engine.run(["decay"])["result"]["decay"]["capped_again"] == 0  # incremental, no AutoMem run
     assert scores(services, duplicate)[0] == 0.65
-    assert services.engine.run(["decay"], full=True)["results"]["decay"]["capped_again"] == 1
+    assert services.engine.run(["decay"], full=True)["result"]["decay"]["capped_again"] == 1
     assert scores(services, duplicate) == (NOT_CURRENT_RELEVANCE, NOT_CURRENT_RELEVANCE)
 
     automem_rescores()
     falkor.execute("CREATE (:ConsolidationRun {mode: 'forget', started_at: $at, dry_run: false})",
                    {"at": clock.now.isoformat()})
-    assert services.engine.run(["decay"])["results"]["decay"]["capped_again"] == 1
+    assert services.engine.run(["decay"])["result"]["decay"]["capped_again"] == 1
     assert scores(services, duplicate) == (NOT_CURRENT_RELEVANCE, NOT_CURRENT_RELEVANCE)
     assert automem_selects(services) == {merge["into"]}
 
@@ -242,7 +242,7 @@ def test_a_memory_forget_archives_keeps_a_capped_score_through_later_passes(tmp_
         assert math.exp(-0.3) * 0.8 * 0.85 == pytest.approx(0.5037, abs=1e-4)
         old = add_memory(services, content="an old note", importance=0.3, timestamp=days_ago(20),
                          last_accessed=days_ago(2), relevance_score=0.9)
-        assert services.engine.run(["forget"])["results"]["forget"]["archived"] == 1
+        assert services.engine.run(["forget"])["result"]["forget"]["archived"] == 1
         assert services.stores.graph.get_memory(old)["archived"] is True
         assert scores(services, old) == (NOT_CURRENT_RELEVANCE, NOT_CURRENT_RELEVANCE)
         clock.advance(days=1)

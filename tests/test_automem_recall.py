@@ -71,7 +71,7 @@ def test_a_superseded_memory_leaves_automems_current_recall_and_comes_back_when_
     other = add_memory(scoped, vector=axis(4), content="Lunch is at noon", type="Context", user_id="u1")
     assert current_recall(scoped, [old, new, other], clock()) == [old, new, other]
 
-    report = scoped.engine.run(["dedup"])["results"]["dedup"]
+    report = scoped.engine.run(["dedup"])["result"]["dedup"]
     assert [(s["newer"], s["older"]) for s in report["supersessions"]] == [(new, old)]
     stored = scoped.stores.graph.get_memory(old)
     assert stored["t_invalid"] == days_ago(2)  # invalid from the newer memory's time

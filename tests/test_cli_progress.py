@@ -305,3 +305,16 @@ def test_disabled_bars_draw_nothing_and_take_every_call(capsys):
         running.show({"tasks": ["decay"], "current_task": "decay"})
     assert importing.progress is None and running.progress is None
     assert capsys.readouterr() == ("", "")
+
+
+def test_consolidate_over_url_follows_a_queued_run_until_it_ends(monkeypatch):
+    """A run waiting for a busy worker is `queued` before `running`: the CLI keeps polling through both (it used
+    to return the queued record at once). The service's answers are scripted: a worker that is busy elsewhere."""
+    answers = iter([{"status_url": "/consolidate/runs/r1"}, {"state": "queued"}, {"state": "queued"},
+                    {"state": "running"}, {"state": "succeeded", "result": {}}])
+    remote = RemoteService("http://127.0.0.1:9", TOKEN)
+    monkeypatch.setattr(remote, "_json", lambda method, path, **kwargs: next(answers))
+    monkeypatch.setattr("consolidation.remote.POLL_SECONDS", 0)
+    followed = []
+    assert remote.consolidate(None, False, followed.append)["state"] == "succeeded"
+    assert [run["state"] for run in followed] == ["queued", "queued", "running"]

@@ -22,7 +22,7 @@ def patterns(services):
 
 
 def run_cluster(services, dry_run=False):
-    return services.engine.run(["cluster"], dry_run=dry_run)["results"]["cluster"]
+    return services.engine.run(["cluster"], dry_run=dry_run)["result"]["cluster"]
 
 
 def test_a_planted_cluster_becomes_one_meta_pattern_and_a_rerun_adds_none(services):

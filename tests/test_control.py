@@ -92,9 +92,9 @@ def test_a_run_is_cancelled_at_a_safe_point_and_its_other_tasks_do_not_start(ste
 
     monkeypatch.setitem(TASKS, "decay", long_task)
     result = steered.engine.run(["decay", "dedup", "forget"])
-    assert reached == [] and result["cancelled"] is True and result["success"] is False
-    assert result["results"]["decay"]["cancelled"] and "between chunks" in result["results"]["decay"]["error"]
-    assert all(result["results"][task]["error"].endswith("before it started") for task in ("dedup", "forget"))
+    assert reached == [] and result["state"] == "cancelled" and result["success"] is False
+    assert result["result"]["decay"]["cancelled"] and "between chunks" in result["result"]["decay"]["error"]
+    assert all(result["result"][task]["error"].endswith("before it started") for task in ("dedup", "forget"))
     record = client.get(f"/consolidate/runs/{result['run_id']}", headers=client.auth).json
     assert record["state"] == "cancelled" and record["cancel_requested_at"]
     # A cancelled task is no failure: nothing is counted for the retry backoff, and nothing recorded as done.
@@ -234,14 +234,22 @@ def test_a_memory_opens_with_its_edges_and_its_history_by_run(forgetting, clock,
     before = client.get(f"/memories/{canonical}/detail", headers=client.auth).json
     assert [(e["relation"], e["outgoing"], e["other_id"], e["other_content"]) for e in before["edges"]] == \
         [("MERGED_INTO", False, duplicate, "We picked Redis for session caching")]
+    # The canonical's history names the duplicate merged into it, with the text the merge recorded and why.
+    merged_in = before["events"][-1]
+    assert (merged_in["event"], merged_in["run_id"], merged_in["other_id"]) == ("merged in", merged["run_id"],
+                                                                              duplicate)
+    assert merged_in["other_content"] == "We picked Redis for session caching" and "similarity" in merged_in["detail"]
     clock.advance(minutes=5)
     assert client.post(f"/memory/{duplicate}/restore", headers=client.auth).status_code == 200
 
     opened = client.get(f"/memories/{canonical}/detail", headers=client.auth).json
     assert opened["state"] == "active" and opened["memory"]["content"] == "Use Redis for session caching"
+    assert [(e["event"], e["other_id"]) for e in opened["events"]] == [
+        ("created", None), ("merged in", duplicate), ("merge undone", duplicate)]
     detail = client.get(f"/memories/{duplicate}/detail", headers=client.auth).json
     events = [(e["event"], e["run_id"]) for e in detail["events"]]
     assert events == [("created", None), ("merged", merged["run_id"]), ("restored", None)]
+    assert detail["events"][1]["other_id"] == canonical
     assert detail["state"] == "active"
     gone = add_memory(services, content="an old note", timestamp=days_ago(400), last_accessed=days_ago(400),
                       importance=0.3)

@@ -35,7 +35,8 @@ KILLER = textwrap.dedent("""
 
 def environment(data_dir):
     return {**os.environ, "ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(data_dir), "VECTOR_SIZE": "16",
-            "CONSOLIDATION_DELETE_THRESHOLD": "0.05", "CONSOLIDATION_LEASE_SECONDS": str(LEASE),
+            "CONSOLIDATION_DELETE_THRESHOLD": "0.05", "CONSOLIDATION_DELETE_AFTER_ARCHIVED_DAYS": "0",
+            "CONSOLIDATION_LEASE_SECONDS": str(LEASE),
             "PYTHONPATH": os.getcwd()}
 
 
@@ -98,7 +99,7 @@ def test_a_kill_mid_forget_of_twenty_thousand_leaves_no_orphan_and_every_memory_
         sample = ids[:: count // 20]
         for memory_id in sample:
             assert restarted.engine.lifecycle.restore(memory_id, clock(), 30)["restored_from"] == "tombstone"
-        forget = restarted.engine.run(["forget"])["results"]["forget"]
+        forget = restarted.engine.run(["forget"])["result"]["forget"]
         assert forget["deleted"] == 0 and forget["protected"] == len(sample)
         assert restarted.stores.graph.existing_ids(sample) == set(sample)
         assert set(restarted.stores.vectors.payloads(sample)) == set(sample)

@@ -23,7 +23,7 @@ def edges(services):
 
 
 def run_creative(services, dry_run=False):
-    return services.engine.run(["creative"], dry_run=dry_run)["results"]["creative"]
+    return services.engine.run(["creative"], dry_run=dry_run)["result"]["creative"]
 
 
 @pytest.mark.parametrize("types, similarity, days_apart, relation, kind, confidence", [

@@ -1,11 +1,14 @@
 """The dashboard in a real browser: Debian's headless Chromium, driven by playwright, against the service on
-embedded stores over loopback HTTP. Sign-in (a wrong token refused), charts drawn with the stored numbers, a dry
-forget with each decision's reason, and a restore that the API then confirms; then recall (current beside
-history), supersede and undo, forget, and purge after its dry run, each checked against the API."""
+embedded stores over loopback HTTP. Sign-in (a wrong token refused, where the token is said), finding a memory
+first on the page, charts drawn with the stored numbers (distinct time labels, one y-axis each), a dry forget with
+each decision's reason, a run's report in words with its raw JSON, a canonical's history naming what merged into
+it, and a restore that the API then confirms, at 1400 and 420 px; then recall (current beside history), supersede
+and undo, forget, and purge after its dry run, each checked against the API."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -19,7 +22,7 @@ import requests
 from consolidation.api import create_app
 from consolidation.schedule import due_tasks
 from consolidation.service import build_services
-from tests.conftest import TOKEN, make_settings
+from tests.conftest import TOKEN, add_memories, make_settings
 from tests.loopback import LoopbackServer
 from tests.processes import ROOT
 
@@ -151,6 +154,62 @@ def epoch_ms(iso: str) -> float:
     return datetime.fromisoformat(iso).timestamp() * 1000
 
 
+CHARTS = ("timeline-chart", "durations-chart", "trend-chart", "decisions-chart")
+# 2.2556e-8: how no number may read (a short id such as 6e9a534a is no number).
+EXPONENT = re.compile(r"(?<![0-9a-f-])\d+(\.\d+)?e[-+]\d+", re.IGNORECASE)
+
+
+def charts_read_plainly(page, width: int) -> None:
+    """Each chart, drawn at this width: no two of its x-axis labels (nor of its runs') read the same, and it
+    has one y-axis, named (no second scale drawn over the first with another meaning)."""
+    page.wait_for_function("([ids, width]) => ids.every((id) => Chart.getChart(document.getElementById(id))"
+                           ".width <= width)", arg=[list(CHARTS), width])
+    for canvas_id in CHARTS:
+        drawn = page.evaluate("""(id) => {
+            const chart = Chart.getChart(document.getElementById(id));
+            const ys = Object.values(chart.scales).filter((scale) => scale.axis === "y");
+            return {ticks: chart.scales.x.ticks.map((tick) => tick.label), labels: chart.data.labels || [],
+                    ys: ys.map((scale) => scale.options.title.display ? scale.options.title.text : null)};
+        }""", canvas_id)
+        assert drawn["ticks"] and len(set(map(str, drawn["ticks"]))) == len(drawn["ticks"]), (canvas_id, drawn)
+        assert len(set(drawn["labels"])) == len(drawn["labels"]), (canvas_id, drawn["labels"])
+        if canvas_id != "timeline-chart":  # the timeline's y-axis is the tasks, named on each row
+            assert len(drawn["ys"]) == 1 and drawn["ys"][0], (canvas_id, drawn["ys"])
+
+
+def top_of(page, selector: str) -> float:
+    """Where an element starts on the page (not on the screen), in CSS pixels."""
+    return page.evaluate("(s) => document.querySelector(s).getBoundingClientRect().top + window.scrollY", selector)
+
+
+def finding_comes_first(page, height: int) -> None:
+    """Find a memory is the first card, its search box on the first screen, before the run history."""
+    assert page.evaluate("document.getElementById('dashboard').firstElementChild.id") == "find-memory"
+    box = page.evaluate("(() => { const r = document.getElementById('lookup-id').getBoundingClientRect(); "
+                        "return r.top + window.scrollY + r.height; })()")
+    assert box <= height and top_of(page, "#find-memory") < top_of(page, "#history")
+
+
+def clipped_cells(page) -> list[str]:
+    """Table cells not wholly inside their card, and cards that scroll sideways: what a reader cannot see."""
+    return page.evaluate("""() => [...document.querySelectorAll('#dashboard .card')]
+        .filter((card) => card.getClientRects().length).flatMap((card) => {
+            const box = card.getBoundingClientRect();
+            const cut = [...card.querySelectorAll('td, th')].filter((cell) => cell.getClientRects().length)
+                .filter((cell) => { const r = cell.getBoundingClientRect();
+                                    return r.left < box.left - 1 || r.right > box.right + 1; })
+                .map((cell) => `${card.id}: ${cell.textContent.slice(0, 40)}`);
+            return card.scrollWidth > card.clientWidth + 1 ? [`${card.id} scrolls sideways`, ...cut] : cut;
+        })""")
+
+
+def run_detail_in_words(page) -> str:
+    """The run opened, as it reads with its raw JSON folded away."""
+    return page.evaluate("""() => { const copy = document.getElementById('run-detail').cloneNode(true);
+        copy.querySelectorAll('details').forEach((folded) => folded.remove()); return copy.innerText
+        || copy.textContent; }""")
+
+
 def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     url, services, call = service["url"], service["services"], service["call"]
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -172,6 +231,14 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     page.on("dialog", accept)
     page.goto(f"{url}/dashboard")
 
+    # The sign-in card says where the token is, on a wide screen and a narrow one.
+    for width in (1400, 420):
+        page.set_viewport_size({"width": width, "height": 900})
+        whereabouts = page.inner_text("#sign-in")
+        assert "data/admin_token" in whereabouts and "ADMIN_API_TOKEN" in whereabouts and "make run" in whereabouts
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= width
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
     # A wrong token is refused and nothing of the dashboard shows.
     page.fill("#token", "not-the-admin-token-at-all")
     page.click("#sign-in-form button[type=submit]")
@@ -187,13 +254,20 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     # The token lives in a script variable only: nothing in storage, cookies or the address bar.
     assert page.evaluate("localStorage.length + sessionStorage.length") == 0
     assert page.context.cookies() == [] and TOKEN not in page.url
+    finding_comes_first(page, 1000)
+    # The restorable card opens on every kind at once (archived, merged, then deleted): never on an empty tab.
+    assert page.get_attribute('#restorable-kinds button[aria-selected="true"]', "data-kind") == ""
+    restorable = call("GET", "/memories/restorable")
+    assert {item["kind"] for item in restorable["items"]} == {"archived", "merged", "deleted"}
+    assert page.locator("#restorable-table tbody tr:not(.empty)").count() == min(restorable["total"], 10)
+    assert f"of {restorable['total']}" in page.inner_text('.pager[data-for="restorable"]')
 
     # The relevance histogram holds the stored scores, binned here independently of the route.
     expected = stored_histogram(services)
     relevance = chart_data(page, "relevance-chart")
     assert relevance["datasets"][0]["data"] == expected and sum(expected) > 20
     assert relevance["datasets"][0]["drawn"] == BINS
-    shown_counts = [int(row.split("\t")[1]) for row in
+    shown_counts = [int(row.split("\t")[1].replace(",", "")) for row in
                     page.inner_text("#relevance-table tbody").strip().split("\n")]
     assert shown_counts == expected
     assert page.inner_text("#relevance-summary").startswith(f"{sum(expected)} active memories")
@@ -221,7 +295,11 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     trends = {d["label"]: d["data"] for d in chart_data(page, "trend-chart")["datasets"]}
     real = sorted((run for run in runs if not run["dry_run"]), key=lambda run: run["started_at"])
     assert trends["active"] == [run.get("counts", {}).get("active") for run in real]
-    assert trends["merged in the run"] == [run["result"].get("dedup", {}).get("merged", 0) for run in real]
+    # What the runs did is drawn apart, on its own scale: not against the thousands of memories in a state.
+    decisions = {d["label"]: d["data"] for d in chart_data(page, "decisions-chart")["datasets"]}
+    assert decisions["merged in the run"] == [run["result"].get("dedup", {}).get("merged", 0) for run in real]
+    assert "merged in the run" not in trends
+    charts_read_plainly(page, 1400)
 
     # The history filtered by task from the page.
     page.select_option('#history-filters select[name="task"]', "forget")
@@ -254,7 +332,7 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     page.click("#cancel-run")
     assert dialogs[-1].startswith(f"Cancel run {run.id[:8]}")
     page.wait_for_selector("#notice:has-text('next safe point')")
-    assert engine.execute(run)["cancelled"] is True
+    assert engine.execute(run)["state"] == "cancelled"
     page.wait_for_selector("#current-run-state:has-text('No run in progress')")
     assert page.is_hidden("#cancel-run")
     # ... and says how that run ended, the cancel notice gone with it.
@@ -309,6 +387,19 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     detail = page.inner_text("#run-detail")
     assert "dry run: what would change" in detail and "decisions" in detail
     assert second["delete"][0]["content"] in detail and second["archive"][0]["content"] in detail
+    # In words: numbers formatted (a relevance of about 1e-7 reads "<0.0001", never as an exponent), fields
+    # named, reasons as sentences; the report as the service gave it one click away.
+    words = run_detail_in_words(page)
+    assert not EXPONENT.search(words), EXPONENT.search(words)
+    assert "<0.0001" in words and "memories looked at" in words and "memories_processed" not in words
+    assert "Relevance 0.0000 < delete threshold 0.05." in words
+    raw = page.locator("#run-detail details.raw-json")
+    assert raw.count() == len(latest["tasks"]) and not raw.first.get_attribute("open")
+    raw.first.locator("summary").click()
+    assert raw.first.locator("summary").inner_text() == "raw JSON"
+    given = call("GET", f"/consolidate/runs/{latest['run_id']}/report", params={"task": "forget"})
+    assert json.loads(raw.first.locator("pre").inner_text())["report"] == given["report"]
+    raw.first.locator("summary").click()  # folded again
 
     # Look a deleted memory up: the page shows the text its tombstone kept and until when it can be restored.
     deleted = service["first"]["deleted"][0]["id"]
@@ -350,18 +441,42 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     history = page.inner_text("#events-table")
     assert "deleted" in history and "restored" in history
 
+    # A canonical memory's history names each duplicate merged into it, by its text, with the merge's reason.
+    merge = next(item for item in call("GET", "/hygiene/merges")["items"] if item["state"] == "done")
+    page.fill("#lookup-id", merge["canonical_id"])
+    page.click("#lookup-form button")
+    merged_in = page.locator(f'#events-table tr:has(code[title="{merge["duplicate_id"]}"])').first
+    merged_in.wait_for()
+    assert "a duplicate merged into it" in merged_in.inner_text()
+    assert merge["duplicate_content"] in merged_in.inner_text() and "similarity" in merged_in.inner_text()
+    assert clipped_cells(page) == []
+
     assert problems == []
     # The wrong token's sign-in, and nothing else (a deleted memory opens through its detail: no 410 asked for).
     assert refused == [(401, "/consolidate/status")]
     target = request.config.getoption("--dashboard-screenshot")
     page.screenshot(path=str(Path(target) if target else tmp_path / "dashboard.png"), full_page=True)
 
-    # At 420 px: no part of the page is cut off (tables scroll inside their card), and every button can be
-    # brought on screen.
+    # At 420 px: no part of the page is cut off (each list's rows wrap into cards), and every button can be
+    # brought on screen. The archived memories listed (the filter emptied: their rows, not the last ones, shown).
     page.set_viewport_size({"width": 420, "height": 900})
+    page.fill("#restorable-q", "")
     page.click('#restorable-kinds button[data-kind="archived"]')
-    page.wait_for_selector("#restorable-table button.restore")
+    page.wait_for_selector(f'#restorable-table button.restore[data-memory-id="{service["first"]["archived"][0]["id"]}"]')
     assert page.evaluate("document.scrollingElement.scrollWidth") <= 420
+    # Each run's Open button (the way into a run) on screen, no cell cut off, and the rest as on a wide screen.
+    opens = page.locator("#runs-table button.open-run")
+    assert opens.count() > 0
+    for index in range(opens.count()):
+        opens.nth(index).scroll_into_view_if_needed()
+        box = opens.nth(index).bounding_box()
+        assert box is not None and 0 <= box["x"] and box["x"] + box["width"] <= 420
+    assert clipped_cells(page) == []
+    assert merged_in.is_visible() and merge["duplicate_content"] in merged_in.inner_text()
+    assert not EXPONENT.search(run_detail_in_words(page))
+    charts_read_plainly(page, 420)
+    page.evaluate("window.scrollTo(0, 0)")
+    finding_comes_first(page, 900)
     buttons = page.locator("#dashboard button:visible")
     assert buttons.count() > 10
     for index in range(buttons.count()):
@@ -482,6 +597,13 @@ def recalled_ids(call, query: str, k: int, state: str) -> list[str]:
     return [hit["id"] for hit in call("POST", "/recall", json={"query": query, "k": k, "state": state})["results"]]
 
 
+def shown_relevance(value: float | None) -> str:
+    """A relevance as the page writes it (format.js `relevance`): 4 decimals, a tiny one as "<0.0001"."""
+    if value is None:
+        return "–"
+    return "0" if value == 0 else "<0.0001" if value < 0.0001 else f"{value:.4f}"
+
+
 def shown_hits(page, column: str) -> list[str]:
     return page.eval_on_selector_all(f"#recall-{column}-hits li.hit", "items => items.map(i => i.dataset.memoryId)")
 
@@ -519,7 +641,7 @@ def test_recall_shows_current_and_history_side_by_side(service, session):
     # Type, similarity, relevance and state as the API gave them.
     first = call("POST", "/recall", json={"query": query, "k": k, "state": "history"})["results"][0]
     first_text = page.locator("#recall-history-hits li.hit").first.inner_text()
-    relevance = "–" if first["relevance"] is None else f"{first['relevance']:.4f}"
+    relevance = shown_relevance(first["relevance"])
     for shown in (first["type"], f"similarity {first['similarity']:.3f}", f"relevance {relevance}", first["state"]):
         assert shown in first_text
 
@@ -699,3 +821,54 @@ def test_a_banner_says_while_automems_own_consolidation_writes_to_the_store(serv
     finally:
         falkor.execute("MATCH (r:ConsolidationRun {id: 'automem-decay'}) DELETE r")
         session.page.close()
+
+
+# --- paging to the last item ---------------------------------------------------------------------------------
+
+def shown_pages(page, pager_selector: str, table_selector: str, size: int, total: int) -> list[list[str]]:
+    """Every page a pager shows, Next clicked until it is disabled: the memory ids of each page's rows, each page
+    checked to say where it is ("51–100 of 130")."""
+    from playwright.sync_api import expect
+
+    pager, pages = page.locator(pager_selector), []
+    for first in range(0, total, size):
+        expect(pager.locator("span")).to_have_text(f"{first + 1}–{min(first + size, total)} of {total}")
+        rows = page.locator(f"{table_selector} tbody tr code")
+        pages.append([rows.nth(i).get_attribute("title") for i in range(rows.count())])
+        if first + size < total:
+            pager.get_by_role("button", name="Next").click()
+    assert pager.get_by_role("button", name="Next").is_disabled()
+    return pages
+
+
+def test_the_forget_preview_and_an_opened_run_page_to_their_last_decision(browser, tmp_path):
+    """More decisions than a page shows, and than a run record lists: both pagers reach the last one."""
+    settings = make_settings(tmp_path / "data", consolidation_archive_threshold=ARCHIVE_BELOW,
+                             consolidation_delete_threshold=DELETE_BELOW)
+    services = build_services(settings)
+    server = LoopbackServer(create_app(settings, services=services, start_scheduler=False)).start()
+    long_ago = (datetime.now(UTC) - timedelta(days=400)).isoformat()
+    old = {"timestamp": long_ago, "last_accessed": long_ago, "importance": 0.3}
+    decided = add_memories(services, 123, content="stale note", **old)
+    protected = add_memories(services, 7, content="old decision", type="Decision", **old)
+    session = Session(browser, server.url)
+    try:
+        page = session.page
+        page.click("#forget-preview-button")
+        total = len(decided) + len(protected)
+        preview = shown_pages(page, '.pager[data-for="forget-decisions"]', "#forget-decisions", 50, total)
+        assert [len(ids) for ids in preview] == [50, 50, total - 100]
+        assert sorted(sum(preview, [])) == sorted(decided + protected)
+        assert set(preview[-1][-len(protected):]) == set(protected)  # the protections come after the decisions
+
+        # The same run opened from the history: its decisions, 20 a page, to the last.
+        page.click("#runs-table button.open-run")
+        detail = shown_pages(page, '.pager[data-for="run-forget-decisions"]',
+                             "#run-detail table.report:nth-of-type(1)", 20, len(decided))
+        assert len(detail) == 7 and len(detail[-1]) == len(decided) - 120
+        assert sorted(sum(detail, [])) == sorted(decided)
+        assert session.problems == [] and session.refused == []
+    finally:
+        session.page.close()
+        server.stop()
+        services.close()

@@ -14,7 +14,7 @@ def stored(services, memory_id):
 
 
 def run_decay(services, dry_run=False):
-    return services.engine.run(["decay"], dry_run=dry_run)["results"]["decay"]
+    return services.engine.run(["decay"], dry_run=dry_run)["result"]["decay"]
 
 
 def test_scores_match_hand_computed_values(services):

@@ -22,7 +22,7 @@ def remember(services, text, vector=BASE, memory_type="Decision", **fields) -> s
 
 
 def dedup(services, dry_run=False) -> dict:
-    return services.engine.run(["dedup"], dry_run=dry_run)["results"]["dedup"]
+    return services.engine.run(["dedup"], dry_run=dry_run)["result"]["dedup"]
 
 
 def stored(services, memory_id):
@@ -128,7 +128,7 @@ def test_a_newer_change_supersedes_the_statement_it_changes(services, clock):
                           timestamp=days_ago(30))
     new = remember(services, "Production deploys moved from Tuesday to Thursday", vector_at(0.8, BASE, OTHER),
                    memory_type="Context", timestamp=days_ago(2))
-    before = services.engine.run(["decay"])["results"]["decay"]["average_after"]
+    before = services.engine.run(["decay"])["result"]["decay"]["average_after"]
 
     report = dedup(services)
 
@@ -282,7 +282,7 @@ def test_the_full_run_shares_one_neighbour_graph_between_dedup_and_cluster(servi
     for i in range(6):
         add_memory(services, vector=unit(BASE + 0.05 * axis(3 + i)), content=f"a note about topic {i}")
     result = services.engine.run(["dedup", "cluster"])
-    assert result["results"]["cluster"]["clusters_found"] == 1 and len(calls) == 1
+    assert result["result"]["cluster"]["clusters_found"] == 1 and len(calls) == 1
 
 
 def test_a_new_memory_is_written_with_the_fact_terms_a_dedup_pass_would_store(services, client, auth, monkeypatch):
@@ -331,7 +331,7 @@ def test_numbered_notes_recorded_at_one_moment_are_neither_merged_nor_contradict
               "type": "Context", "timestamp": days_ago(1)} for k in range(300)]
     assert services.memories.import_jsonl("\n".join(map(json.dumps, lines)).encode()).created == 300
     for _ in range(2):
-        report = services.engine.run(["dedup"], full=True)["results"]["dedup"]
+        report = services.engine.run(["dedup"], full=True)["result"]["dedup"]
         assert report["merged"] == 0 and report["contradictions_total"] == 0
     assert edges(services, "CONTRADICTS") == []
 

@@ -102,13 +102,13 @@ def catalogue(services):
 
 def test_the_entities_task_merges_aliases_reversibly_and_leaves_look_alikes(services, catalogue):
     before = references(services)
-    preview = services.engine.run(["entities"], dry_run=True)["results"]["entities"]
+    preview = services.engine.run(["entities"], dry_run=True)["result"]["entities"]
     assert preview["merged"] == 2 and references(services) == before  # a dry run writes nothing
     [group] = preview["groups"]
     assert group["canonical_id"] == "pg-1" and {a["id"] for a in group["aliases"]} == {"pg-2", "pg-3"}
     assert all(a["reason"] for a in group["aliases"])
 
-    report = services.engine.run(["entities"])["results"]["entities"]
+    report = services.engine.run(["entities"])["result"]["entities"]
     assert report["merged"] == 2 and report["entities_processed"] == 7
     assert active_entities(services) == {"pg-1", "java", "javascript", "ann", "anna"}
     pg = set(catalogue["pg"])
@@ -116,7 +116,7 @@ def test_the_entities_task_merges_aliases_reversibly_and_leaves_look_alikes(serv
     assert not {e for e, _ in references(services)} & {"pg-2", "pg-3"}
     aliases = services.stores.graph.falkor.records("MATCH (e:Entity {id: 'pg-1'}) RETURN e.aliases")[0][0]
     assert aliases[0] == "pg" and sorted(aliases) == ["pg", "postgre-sql", "postgres"]
-    assert services.engine.run(["entities"])["results"]["entities"]["merged"] == 0  # idempotent
+    assert services.engine.run(["entities"])["result"]["entities"]["merged"] == 0  # idempotent
 
     store = EntityStore(services.stores.graph.falkor, services.stores.graph.scoping)
     undone = store.undo("pg-3", "2026-11-26T00:00:00+00:00")
@@ -127,7 +127,7 @@ def test_the_entities_task_merges_aliases_reversibly_and_leaves_look_alikes(serv
         ["pg", "postgres"]
     assert store.undo("pg-3", "2026-11-26T00:00:00+00:00") is None
     # Undone is kept apart: the next run does not merge it again.
-    assert services.engine.run(["entities"])["results"]["entities"]["merged"] == 0
+    assert services.engine.run(["entities"])["result"]["entities"]["merged"] == 0
     store.undo("pg-2", "2026-11-26T00:00:00+00:00")
     assert references(services) == before and active_entities(services) == {e for e, _ in before} | {"pg-3"}
 
@@ -137,7 +137,7 @@ def test_a_merge_interrupted_after_its_record_is_completed_by_the_next_run(servi
     records = store._records([{"canonical_id": "pg-1", "alias_id": "pg-3", "reason": "test"}], None, "now")
     services.stores.graph.falkor.write_chunks("UNWIND $rows AS row CREATE (r:EntityMerge) SET r = row", records)
     assert "pg-3" in active_entities(services)  # the crash: a record, nothing moved yet
-    report = services.engine.run(["entities"])["results"]["entities"]
+    report = services.engine.run(["entities"])["result"]["entities"]
     assert report["interrupted_merges_completed"] == 1
     assert active_entities(services) == {"pg-1", "java", "javascript", "ann", "anna"}
 
@@ -149,7 +149,7 @@ def test_entities_of_two_scopes_never_merge(tmp_path, clock):
         entity(services, "a", "PostgreSQL", user_id="alice")
         entity(services, "b", "postgresql", user_id="bob")
         entity(services, "c", "postgres", user_id="alice")
-        report = services.engine.run(["entities"])["results"]["entities"]
+        report = services.engine.run(["entities"])["result"]["entities"]
         assert report["merged"] == 1 and active_entities(services) == {"a", "b"}
     finally:
         services.close()
@@ -165,5 +165,5 @@ def test_unmerge_over_http_and_the_merge_list(client, auth, services, catalogue)
 
 
 def test_a_run_naming_no_task_leaves_entities_alone(services, catalogue):
-    assert "entities" not in services.engine.run(list(__import__("consolidation").DEFAULT_TASKS))["results"]
+    assert "entities" not in services.engine.run(list(__import__("consolidation").DEFAULT_TASKS))["result"]
     assert np.isfinite(len(active_entities(services))) and len(active_entities(services)) == 7

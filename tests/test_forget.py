@@ -6,20 +6,12 @@ from datetime import timedelta
 import pytest
 
 from consolidation.service import build_services
-from tests.conftest import add_memory, days_ago, link, make_settings
-
-
-@pytest.fixture
-def forgetful(tmp_path, clock):
-    settings = make_settings(tmp_path / "data", consolidation_archive_threshold=0.2,
-                             consolidation_delete_threshold=0.05)
-    services = build_services(settings, clock=clock)
-    yield services
-    services.close()
+from consolidation.settings import load_settings
+from tests.conftest import NOW, TOKEN, add_memory, days_ago, link, make_settings
 
 
 def run_forget(services, dry_run=False):
-    return services.engine.run(["forget"], dry_run=dry_run)["results"]["forget"]
+    return services.engine.run(["forget"], dry_run=dry_run)["result"]["forget"]
 
 
 def old(**fields):
@@ -145,3 +137,154 @@ def test_tombstones_are_purged_after_the_retention_period(forgetful, clock, clie
     assert report["tombstones_purged"] == 1
     client = client_for(forgetful)
     assert client.post(f"/memory/{gone}/restore", headers=client.auth).status_code == 404
+
+
+# --- archive first, delete after the dwell -------------------------------------------------------------------
+
+DWELL = 30  # CONSOLIDATION_DELETE_AFTER_ARCHIVED_DAYS, the default
+
+
+@pytest.fixture
+def as_the_readme_says(tmp_path, clock):
+    """The README's thresholds, with the default dwell before a deletion."""
+    settings = make_settings(tmp_path / "data", consolidation_archive_threshold=0.1,
+                             consolidation_delete_threshold=0.02, consolidation_delete_after_archived_days=DWELL)
+    services = build_services(settings, clock=clock)
+    yield services
+    services.close()
+
+
+def fading_store(services) -> dict[str, str]:
+    """Memories on each side of the lines, some archived already (with and without an archive time)."""
+    return {
+        "unused_a": add_memory(services, **old()),  # about 3e-11: far below the delete line
+        "unused_b": add_memory(services, **old()),
+        # 200 days old, used 10 days ago: e^-2 * e^-0.5 * 0.85 = 0.070, between the lines; 29 days later
+        # e^-2.29 * e^-1.95 * 0.85 = 0.012, below the delete line
+        "faded": add_memory(services, timestamp=days_ago(200), last_accessed=days_ago(10)),
+        "archived_recently": add_memory(services, **old(archived=True, archived_at=days_ago(10))),
+        "archived_long_ago": add_memory(services, **old(archived=True, archived_at=days_ago(45))),
+        "archived_undated": add_memory(services, **old(archived=True)),  # imported so: no archived_at
+        "decision": add_memory(services, **old(type="Decision")),
+    }
+
+
+def at(moment) -> str:
+    return moment.isoformat()
+
+
+def test_the_dwell_is_thirty_days_unless_set():
+    assert load_settings({"ADMIN_API_TOKEN": TOKEN}).consolidation_delete_after_archived_days == 30
+    assert load_settings({"ADMIN_API_TOKEN": TOKEN, "CONSOLIDATION_DELETE_AFTER_ARCHIVED_DAYS": "0"}) \
+        .consolidation_delete_after_archived_days == 0
+
+
+def test_a_first_run_archives_and_deletes_only_what_was_archived_for_the_dwell(as_the_readme_says):
+    ids = fading_store(as_the_readme_says)
+    report = run_forget(as_the_readme_says)
+    decisions = decisions_by_id(report)
+    assert {name for name, i in ids.items() if decisions.get(i, {}).get("action") == "archive"} == \
+        {"unused_a", "unused_b", "faded"}
+    assert "delete threshold 0.02: archived first" in decisions[ids["unused_a"]]["reason"]
+    assert "archive threshold 0.1" in decisions[ids["faded"]]["reason"]
+    assert decisions[ids["archived_long_ago"]]["action"] == "delete"
+    assert "archived 45.0 days >= 30" in decisions[ids["archived_long_ago"]]["reason"]
+    assert decisions[ids["decision"]]["action"] == "protect"
+    assert (report["archived"], report["deleted"], report["protected"]) == (3, 1, 1)
+    assert {item["memory_id"] for item in report["awaiting_deletion"]} == \
+        {ids["archived_recently"], ids["archived_undated"]}
+    assert report["awaiting_deletion_total"] == 2 and report["kept"] == 0
+    graph, vectors = as_the_readme_says.stores.graph, as_the_readme_says.stores.vectors
+    assert graph.get_memory(ids["archived_long_ago"]) is None and vectors.payloads([ids["archived_long_ago"]]) == {}
+    for name in ("unused_a", "unused_b", "faded"):
+        memory = graph.get_memory(ids[name])
+        assert memory["archived"] is True and memory["archived_at"] == at(NOW), name
+        assert vectors.payloads([ids[name]])[ids[name]]["archived"] is True
+    # The memory archived without a time gets one now: its dwell counts from the run that found it.
+    assert graph.get_memory(ids["archived_undated"])["archived_at"] == at(NOW)
+    assert graph.get_memory(ids["archived_recently"])["archived_at"] == days_ago(10)
+
+
+def test_after_the_dwell_the_archived_memories_are_deleted(as_the_readme_says, clock):
+    ids = fading_store(as_the_readme_says)
+    run_forget(as_the_readme_says)
+    graph = as_the_readme_says.stores.graph
+    clock.advance(days=DWELL - 1)  # archived_recently has now been archived 10 + 29 days; the rest 29
+    report = run_forget(as_the_readme_says)
+    assert {d["memory_id"] for d in report["decisions"] if d["action"] == "delete"} == {ids["archived_recently"]}
+    waiting = {item["memory_id"] for item in report["awaiting_deletion"]}
+    assert waiting == {ids[name] for name in ("unused_a", "unused_b", "faded", "archived_undated")}
+    clock.advance(hours=12)  # within the dwell nothing is due: an incremental pass reads none of them
+    report = run_forget(as_the_readme_says)
+    assert (report["pass"], report["memories_processed"], report["deleted"]) == ("incremental", 0, 0)
+    clock.advance(hours=12)
+    report = run_forget(as_the_readme_says)
+    # The due times the last full pass kept bring the memories whose dwell ended into this incremental one.
+    assert report["pass"] == "incremental"
+    gone = {name for name, i in ids.items() if graph.get_memory(i) is None}
+    assert gone == {"archived_long_ago", "archived_recently", "unused_a", "unused_b", "faded", "archived_undated"}
+    assert report["deleted"] == 4 and report["awaiting_deletion"] == []
+    assert as_the_readme_says.stores.vectors.payloads([ids["faded"]]) == {}
+
+
+def test_without_a_dwell_a_memory_below_the_delete_line_is_deleted_at_once(tmp_path, clock):
+    settings = make_settings(tmp_path / "data", consolidation_archive_threshold=0.1,
+                             consolidation_delete_threshold=0.02, consolidation_delete_after_archived_days=0)
+    services = build_services(settings, clock=clock)
+    try:
+        gone = add_memory(services, **old())
+        lately_archived = add_memory(services, **old(archived=True, archived_at=days_ago(1)))
+        report = run_forget(services)
+        decisions = decisions_by_id(report)
+        assert decisions[gone]["action"] == decisions[lately_archived]["action"] == "delete"
+        assert decisions[gone]["deletable_at"] == at(NOW)  # active: from now
+        assert decisions[lately_archived]["deletable_at"] == days_ago(1)  # its archive time, no dwell added
+        assert (report["archived"], report["deleted"], report["awaiting_deletion"]) == (0, 2, [])
+        assert services.stores.graph.get_memory(gone) is None
+    finally:
+        services.close()
+
+
+def test_the_preview_says_when_each_archived_memory_may_be_deleted(as_the_readme_says, clock):
+    ids = fading_store(as_the_readme_says)
+    preview = run_forget(as_the_readme_says, dry_run=True)
+    decisions = decisions_by_id(preview)
+    # deletable_at = archive time + 30 days: now for those archived now (or found archived without a time).
+    in_dwell = at(NOW + timedelta(days=DWELL))
+    assert decisions[ids["unused_a"]]["deletable_at"] == decisions[ids["unused_b"]]["deletable_at"] == in_dwell
+    assert decisions[ids["faded"]]["deletable_at"] is None  # above the delete line: archived only
+    assert decisions[ids["archived_long_ago"]]["deletable_at"] == at(NOW - timedelta(days=45 - DWELL))
+    assert decisions[ids["decision"]]["deletable_at"] is None  # protected
+    awaiting = [(item["memory_id"], item["action"], item["deletable_at"]) for item in preview["awaiting_deletion"]]
+    assert awaiting == [(ids["archived_recently"], "await", at(NOW + timedelta(days=DWELL - 10))),
+                        (ids["archived_undated"], "await", in_dwell)]  # soonest first
+    assert "archived 10.0 of the 30 days" in preview["awaiting_deletion"][0]["reason"]
+    assert as_the_readme_says.stores.graph.get_memory(ids["archived_undated"]).get("archived_at") is None  # dry
+    real = run_forget(as_the_readme_says)
+    assert (real["decisions"], real["awaiting_deletion"]) == (preview["decisions"], preview["awaiting_deletion"])
+    # Later, the memories archived by that run wait out their dwell, dated from that run.
+    clock.advance(days=12)
+    later = run_forget(as_the_readme_says, dry_run=True)
+    dates = {item["memory_id"]: item["deletable_at"] for item in later["awaiting_deletion"]}
+    assert dates[ids["unused_a"]] == dates[ids["archived_undated"]] == in_dwell
+    assert dates[ids["archived_recently"]] == at(NOW + timedelta(days=DWELL - 10))
+
+
+def test_a_report_while_forgetting_is_off_says_so(services, client_for):
+    add_memory(services, **old())
+    preview = run_forget(services, dry_run=True)
+    assert preview["forgetting_enabled"] is False and preview["kept"] == 1
+    assert preview["forgetting_note"].startswith("forgetting is off")
+    assert "CONSOLIDATION_ARCHIVE_THRESHOLD" in preview["forgetting_note"]
+    client = client_for(services)
+    ran = client.post("/consolidate", json={"task": "forget", "wait": True}, headers=client.auth)
+    assert ran.status_code == 200, ran.json
+    opened = client.get(f"/consolidate/runs/{ran.json['run_id']}/report?task=forget", headers=client.auth).json
+    assert opened["report"]["forgetting_enabled"] is False
+    assert opened["report"]["forgetting_note"].startswith("forgetting is off")
+
+
+def test_a_report_while_forgetting_is_on_says_so_without_a_note(as_the_readme_says):
+    report = run_forget(as_the_readme_says, dry_run=True)
+    assert report["forgetting_enabled"] is True and report["delete_after_archived_days"] == DWELL
+    assert "forgetting_note" not in report

@@ -91,7 +91,7 @@ def test_each_graph_has_its_own_memories_collection_and_schedule(many, client, t
     assert [many.graphs.get(g).stores.vectors.count() for g in ("team_a", "team_b")] == [3, 3]
 
     ran = client.post("/consolidate", json={"task": "dedup", "wait": True}, headers=on("team_a")).get_json()
-    assert ran["graph"] == "team_a" and ran["results"]["dedup"]["merged"] == 2
+    assert ran["graph"] == "team_a" and ran["result"]["dedup"]["merged"] == 2
     # The same three restatements in team_b were not merged by team_a's run.
     assert client.get("/hygiene/merges", headers=on("team_a")).get_json()["total"] > 0
     assert client.get("/hygiene/merges", headers=on("team_b")).get_json()["total"] == 0

@@ -211,6 +211,129 @@ def test_malformed_run_ids_are_400s(client, auth, run_id):
     assert answer.status_code == 400 and answer.json["field"] == "run_id"
 
 
+# --- odd requests to every route: a JSON 4xx naming the problem, and nothing written -------------------------
+
+@pytest.fixture(scope="module")
+def odd_target(tmp_path_factory):
+    """One store for the whole table: no odd request may change it, so each also checks the ones before it."""
+    from consolidation.api import create_app
+    from tests.conftest import Clock
+
+    services = build_services(make_settings(tmp_path_factory.mktemp("odd")), clock=Clock())
+    client = create_app(services.settings, services=services, start_scheduler=False).test_client()
+    names = {"memory": add_memory(services, content="the one stored memory, about dana@x.io")}
+    run = client.post("/consolidate", json={"task": "decay", "dry_run": True, "wait": True},
+                      headers={"Authorization": f"Bearer {TOKEN}"})
+    names["run"] = run.json["run_id"]
+    yield client, services, names
+    services.close()
+
+
+def store_state(services) -> tuple:
+    """Every node and edge kind with its count, every memory's fields, the vector count."""
+    falkor, graph = services.stores.graph.falkor, services.stores.graph
+    nodes = falkor.execute("MATCH (n) RETURN labels(n)[0], count(n) ORDER BY labels(n)[0]")
+    edges = falkor.execute("MATCH ()-[r]->() RETURN type(r), count(r) ORDER BY type(r)")
+    return nodes, edges, graph.get_memories(sorted(graph.all_memory_ids())), services.stores.vectors.count()
+
+
+PLAIN = {"Content-Type": "text/plain"}
+DEEP_BODY = b'{"query": ' + b"[" * 100 + b"]" * 100 + b"}"
+ODD_REQUESTS = [
+    # path segments: NUL, control characters, bytes that are not UTF-8, too long, slashes and dots
+    pytest.param("POST", "/entities/a%00b/unmerge", None, {}, 400, "entity_id", id="nul-entity-id-was-500"),
+    pytest.param("DELETE", "/memory/{memory}%00", None, {}, 400, "memory_id", id="nul-memory-id-delete"),
+    pytest.param("POST", "/memory/%00/supersede", b'{"content": "x"}', {}, 400, "memory_id", id="nul-supersede"),
+    pytest.param("GET", "/memories/%1b%5b31m/detail", None, {}, 400, "memory_id", id="escape-in-id"),
+    pytest.param("GET", "/consolidate/runs/%01/report", None, {}, 400, "run_id", id="control-in-run-id"),
+    pytest.param("POST", "/memory/" + "x" * 300 + "/restore", None, {}, 400, "id", id="long-id"),
+    pytest.param("POST", "/consolidate/runs/..%2Fx/cancel", None, {}, 404, None, id="slash-in-run-id"),
+    pytest.param("DELETE", "/memory/..", None, {}, 400, "id", id="dots-as-id"),
+    pytest.param("GET", "//memory//{memory}", None, {}, 404, None, id="double-slashes-were-an-html-redirect"),
+    # query parameters: not UTF-8, NUL, given twice, numbers out of range or not integers
+    pytest.param("GET", "/memories/search?q=%ff", None, {}, 400, "q", id="q-not-utf8-was-searched-as-%FF"),
+    pytest.param("GET", "/memories/restorable?%ff=1", None, {}, 400, "\\xff", id="name-not-utf8"),
+    pytest.param("GET", "/memories/restorable?q=%ED%A0%80", None, {}, 400, "q", id="surrogate-in-q"),
+    pytest.param("GET", "/memories/restorable?q=a%00", None, {}, 400, "q", id="nul-in-q"),
+    pytest.param("GET", "/consolidate/runs?limit=1&limit=2", None, {}, 400, "limit", id="limit-twice"),
+    pytest.param("GET", "/memories/search?q=a&q=b", None, {}, 400, "q", id="q-twice"),
+    pytest.param("GET", "/consolidate/trends?limit=99999999999999999999", None, {}, 400, "limit", id="huge-limit"),
+    pytest.param("GET", "/hygiene/merges?offset=-1", None, {}, 400, "offset", id="negative-offset"),
+    pytest.param("GET", "/hygiene/contradictions?limit=1.5", None, {}, 400, "limit", id="float-limit"),
+    pytest.param("GET", "/clusters?limit=ten", None, {}, 400, "limit", id="word-limit"),
+    pytest.param("GET", "/hygiene/supersessions?limit=%D9%A3", None, {}, 400, "limit", id="arabic-digit-limit"),
+    pytest.param("GET", "/hygiene/entity-merges?offset=1e3", None, {}, 400, "offset", id="exponent-offset"),
+    pytest.param("GET", "/consolidate/runs/{run}/report?limit=0", None, {}, 400, "limit", id="report-limit-0"),
+    pytest.param("GET", "/hygiene/associations?written_by=me", None, {}, 400, "written_by", id="unknown-author"),
+    pytest.param("POST", "/memory/import?dry_run=true&dry_run=false", b'{"content": "x"}', {}, 400, "dry_run",
+                 id="import-flag-twice"),
+    pytest.param("POST", "/memory/import?skip_bad_lines=maybe", b'{"content": "x"}', {}, 400, "skip_bad_lines",
+                 id="import-skip-not-a-flag"),
+    # JSON bodies: null, arrays, strings, repeated keys, wrong types, bad numbers, NUL, surrogates, depth
+    pytest.param("POST", "/consolidate", b"null", {}, 400, "body", id="null-was-a-real-run-of-every-task"),
+    pytest.param("POST", "/consolidate", b'{"dry_run": true, "dry_run": false}', {}, 400, "body",
+                 id="repeated-key-was-a-real-run"),
+    pytest.param("POST", "/memories/purge", b'{"match": "dana@x.io", "dry_run": true, "dry_run": false}', {},
+                 400, "body", id="purge-repeated-key"),
+    pytest.param("POST", "/recall", b"null", {}, 400, "body", id="recall-null"),
+    pytest.param("POST", "/recall", b'["query"]', {}, 400, "body", id="recall-array"),
+    pytest.param("POST", "/recall", b'"dark mode"', {}, 400, "body", id="recall-string"),
+    pytest.param("POST", "/recall", b"", {}, 400, "body", id="recall-empty-json"),
+    pytest.param("POST", "/recall", b'{"query": "x"}', PLAIN, 400, "body", id="recall-text-plain"),
+    pytest.param("POST", "/recall", b"query=x", {"Content-Type": "application/x-www-form-urlencoded"}, 400,
+                 "body", id="recall-form"),
+    pytest.param("POST", "/recall", b'{"query": "caf\xe9"}', {}, 400, "body", id="recall-latin1-bytes"),
+    pytest.param("POST", "/recall", DEEP_BODY, {}, 400, "query", id="recall-too-deep"),
+    pytest.param("POST", "/recall", b'{"query": "\\ud800"}', {}, 400, "query", id="recall-surrogate"),
+    pytest.param("POST", "/recall", b'{"query": "a\\u0000"}', {}, 400, "query", id="recall-nul"),
+    pytest.param("POST", "/recall", b'{"query": "x", "k": 1e400}', {}, 400, "k", id="k-infinite"),
+    pytest.param("POST", "/recall", b'{"query": "x", "k": 99999999999999999999}', {}, 400, "k", id="k-huge"),
+    pytest.param("POST", "/recall", b'{"query": "x", "k": -1}', {}, 400, "k", id="k-negative"),
+    pytest.param("POST", "/recall", b'{"query": "x", "k": 2.5}', {}, 400, "k", id="k-float"),
+    pytest.param("POST", "/recall", b'{"query": "x", "k": "5"}', {}, 400, "k", id="k-string"),
+    pytest.param("POST", "/recall", b'{"query": "x", "scope": "u-1"}', {}, 400, "scope", id="scope-string"),
+    pytest.param("POST", "/recall", b'{"query": ["x"]}', {}, 400, "query", id="query-array"),
+    pytest.param("POST", "/memories/purge", b'{"match": 1}', {}, 400, "match", id="purge-match-number"),
+    pytest.param("POST", "/memories/purge", b'{"match": "dana\\u0000"}', {}, 400, "match", id="purge-nul"),
+    pytest.param("POST", "/memories/purge", b'{"match": "dana", "dry_run": "false"}', {}, 400, "dry_run",
+                 id="purge-dry-run-string"),
+    pytest.param("POST", "/memory/{memory}/supersede", b"[]", {}, 400, "body", id="supersede-array"),
+    pytest.param("POST", "/memory/{memory}/supersede", b'{"by": "../x"}', {}, 400, "by", id="supersede-by-path"),
+    pytest.param("POST", "/memory/{memory}/supersede", b'{"content": "x\\u0000"}', {}, 400, "content",
+                 id="supersede-nul"),
+    pytest.param("POST", "/memory/{memory}/supersede", b'{"content": "y"}', {"Idempotency-Key": "a\x00b"}, 400,
+                 "Idempotency-Key", id="nul-idempotency-key-was-500"),
+    pytest.param("DELETE", "/memory/{memory}", None, {"X-Graph": "../other"}, 400, "X-Graph", id="graph-path"),
+    pytest.param("POST", "/memory/import", b'{"content": "x", "content": "y"}', {}, 400, "line",
+                 id="import-repeated-key"),
+]
+
+
+@pytest.mark.parametrize("method, path, body, headers, status, field", ODD_REQUESTS)
+def test_odd_requests_are_json_errors_naming_the_problem_and_change_nothing(odd_target, method, path, body,
+                                                                          headers, status, field):
+    client, services, names = odd_target
+    before = store_state(services)
+    sent = {"Authorization": f"Bearer {TOKEN}", **JSON, **headers}
+    answer = client.open(path.format(**names), method=method, data=body, headers=sent)
+    assert answer.status_code == status, answer.get_data()[:300]
+    assert answer.content_type == "application/json" and answer.json["error"] and answer.json["detail"]
+    assert answer.json.get("field") == field
+    services.engine.wait_for_background()
+    assert store_state(services) == before
+
+
+@pytest.mark.parametrize("path", ["/memory/\xff", "/memories/caf\xe9/detail", "/entities/\xc0\xaf/unmerge"])
+def test_path_bytes_that_are_not_utf8_are_refused_naming_the_parameter(odd_target, path):
+    # What a server puts in PATH_INFO for %FF (the test client would read it as U+FFFD before the app does).
+    client, services, _ = odd_target
+    method = "POST" if path.endswith("unmerge") else "GET"
+    answer = client.open("/x", method=method, headers={"Authorization": f"Bearer {TOKEN}"},
+                         environ_overrides={"PATH_INFO": path})
+    assert answer.status_code == 400 and "UTF-8" in answer.json["detail"]
+    assert answer.json["field"] in ("memory_id", "entity_id")
+
+
 # --- values are stored exactly as accepted -------------------------------------------------------------------
 
 def test_an_import_line_with_invalid_utf8_is_refused_not_replaced(client, auth, services):
@@ -339,6 +462,28 @@ def test_import_over_url_with_one_bad_line_after_2000_good_ones_writes_nothing(c
     accepted = CliRunner().invoke(cli, ["import", str(path), "--url", url])
     assert accepted.exit_code == 0 and "imported 2100 memories" in accepted.output
     assert services.stores.graph.count_memories() == 2100
+
+
+def test_import_over_url_skipping_bad_lines_writes_every_chunk_s_good_lines(cli_env, tmp_path, client, serve,
+                                                                            services):
+    url = serve(client.application)
+    path = tmp_path / "big.jsonl"
+    good = [json.dumps({"content": f"memory number {i}"}) for i in range(2100)]
+    bad = {5: '{"content": 1}', 2051: "{broken", 2099: json.dumps({"id": MEMORY_ID, "content": "other fields"})}
+    good[10] = json.dumps({"id": MEMORY_ID, "content": "first fields"})  # line 11: line 2100 repeats its id
+    path.write_text("\n".join(bad.get(i, line) for i, line in enumerate(good)))
+    dry = CliRunner().invoke(cli, ["import", str(path), "--url", url, "--skip-bad-lines", "--dry-run"])
+    assert dry.exit_code == 3 and json.loads(dry.stdout)["imported"] == 2097
+    assert services.stores.graph.count_memories() == 0
+    result = CliRunner().invoke(cli, ["import", str(path), "--url", url, "--skip-bad-lines"])
+    assert result.exit_code == 3, result.output
+    report = json.loads(result.stdout)
+    assert (report["lines"], report["imported"], report["bad_lines_skipped"]) == (2100, 2097, 3)
+    assert [e["line"] for e in report["errors"]] == [6, 2052, 2100]
+    assert "big.jsonl:2100: skipped: id: line 11 has this id with other fields" in result.stderr
+    assert "skipped 3 bad line(s)" in result.stderr
+    assert services.stores.graph.count_memories() == 2097
+    assert services.stores.graph.get_memory(MEMORY_ID)["content"] == "first fields"
 
 
 def test_consolidate_over_url_follows_the_run_to_its_end(cli_env, client, serve, services):

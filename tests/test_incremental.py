@@ -158,7 +158,7 @@ def changed_store(tmp_path_factory):
     try:
         scenario = Scenario(services).build()
         first = services.engine.run(["dedup", "cluster"])
-        assert first["success"] and {r["pass"] for r in first["results"].values()} == {"full"}
+        assert first["success"] and {r["pass"] for r in first["result"].values()} == {"full"}
         before = patterns(services)
         scenario.change()
     finally:
@@ -199,7 +199,7 @@ def graph_state(services, patterns_before: dict[str, frozenset[str]]) -> dict:
 def consolidate(services, **options):
     result = services.engine.run(TASKS_COMPARED, **options)
     assert result["success"], result
-    return result["results"]
+    return result["result"]
 
 
 def test_an_incremental_run_reaches_the_state_a_full_pass_reaches(changed_store, tmp_path):
@@ -325,7 +325,7 @@ def control(services) -> dict:
 
 
 def dedup_report(services, **options) -> dict:
-    return services.engine.run(["dedup"], **options)["results"]["dedup"]
+    return services.engine.run(["dedup"], **options)["result"]["dedup"]
 
 
 def restatement(services, of: str, vector) -> str:
@@ -396,7 +396,7 @@ def test_the_watermark_is_the_change_counter_at_the_task_start(wide, monkeypatch
     change = wide.stores.graph.falkor.execute("MATCH (m:Memory {id: $id}) RETURN m.change_seq",
                                                   {"id": raced[0]})[0][0]
     assert control(wide)["watermark_cluster"] < int(change)
-    assert wide.engine.run(["cluster"])["results"]["cluster"]["memories_changed"] == 1
+    assert wide.engine.run(["cluster"])["result"]["cluster"]["memories_changed"] == 1
 
 
 def test_a_memory_deleted_after_a_run_saw_it_archived_is_no_change_for_dedup(wide):
@@ -418,7 +418,7 @@ def test_full_passes_come_with_the_interval_on_request_and_after_new_settings(tm
     services = build_services(settings_for(data_dir, consolidation_full_pass_interval_seconds=86400), clock=clock)
     try:
         def passes(**options):
-            results = services.engine.run(["dedup", "creative", "cluster"], **options)["results"]
+            results = services.engine.run(["dedup", "creative", "cluster"], **options)["result"]
             return [results[t]["pass"] for t in ("dedup", "creative", "cluster")]
 
         assert passes() == ["full"] * 3  # no watermark yet
@@ -436,14 +436,14 @@ def test_full_passes_come_with_the_interval_on_request_and_after_new_settings(tm
     moved = build_services(settings_for(data_dir, consolidation_full_pass_interval_seconds=86400,
                                         consolidation_cluster_min_size=3), clock=clock)
     try:
-        results = moved.engine.run(["dedup", "cluster"])["results"]
+        results = moved.engine.run(["dedup", "cluster"])["result"]
         assert results["dedup"]["pass"] == "incremental"
         assert results["cluster"]["pass"] == "full" and "rules changed" in results["cluster"]["pass_reason"]
     finally:
         moved.close()
     always = build_services(settings_for(data_dir, consolidation_full_pass_interval_seconds=0), clock=clock)
     try:
-        assert always.engine.run(["dedup"])["results"]["dedup"]["pass"] == "full"
+        assert always.engine.run(["dedup"])["result"]["dedup"]["pass"] == "full"
     finally:
         always.close()
 
@@ -460,10 +460,10 @@ def test_above_the_exact_limit_with_the_graph_kept_clustering_takes_the_full_pas
             for member in range(8):
                 add_memory(services, vector=unit(axis(topic) + 0.03 * rng.standard_normal(DIM)),
                            content=f"Topic {topic} note {member}")
-        first = services.engine.run(["cluster"])["results"]["cluster"]
+        first = services.engine.run(["cluster"])["result"]["cluster"]
         assert first["pass"] == "full" and first["clusters_found"] == 3
         add_memory(services, vector=unit(axis(1) + 0.03 * rng.standard_normal(DIM)), content="Topic 1 note 8")
-        again = services.engine.run(["cluster"])["results"]["cluster"]
+        again = services.engine.run(["cluster"])["result"]["cluster"]
         expected = "full" if exact_limit == 10 else "incremental"
         assert again["pass"] == expected and again["clusters_found"] == 3
         assert ("graph is kept" in again["pass_reason"]) == (expected == "full")
@@ -478,7 +478,7 @@ def test_a_memory_another_program_wrote_counts_as_changed_until_a_run_marks_it(w
                       timestamp=days_ago(3))
     client = client_for(wide)
     assert client.post("/consolidate", json={"task": "dedup", "wait": True, "full": True}, headers=client.auth).json[
-        "results"]["dedup"]["pass"] == "full"
+        "result"]["dedup"]["pass"] == "full"
     foreign = "5f0c6f7e-0d1b-4c9e-9a51-6f7d1f2e3a4b"
     wide.stores.vectors.upsert([VectorPoint(foreign, vector_at(0.97, axis(0), axis(1)), {})])
     wide.stores.graph.falkor.execute(
@@ -500,9 +500,9 @@ def test_a_control_node_made_anew_does_not_make_every_memory_look_changed(wide):
         add_memory(wide, vector=axis(i), content=f"Note {i} about the queue")
     wide.engine.run(["cluster"])
     wide.stores.graph.falkor.execute("MATCH (c:ConsolidationControl) DETACH DELETE c")
-    first = wide.engine.run(["cluster"])["results"]["cluster"]
+    first = wide.engine.run(["cluster"])["result"]["cluster"]
     assert first["pass"] == "full" and "no watermark" in first["pass_reason"]
-    again = wide.engine.run(["cluster"])["results"]["cluster"]
+    again = wide.engine.run(["cluster"])["result"]["cluster"]
     assert again["pass"] == "incremental" and again["memories_changed"] == 0
 
 
@@ -671,8 +671,8 @@ def test_a_merge_that_moves_a_supersession_adds_no_contradiction_beside_it(tmp_p
             for note, relation in ((NOTE_A, "RELATES_TO"), (NOTE_B, "RELATES_TO"), (NOTE_A, "MENTIONS")):
                 link(services, RESTATEMENT, note, relation)
         incremental, full = twins
-        fast = incremental.engine.run(["dedup"])["results"]["dedup"]
-        slow = full.engine.run(["dedup"], full=True)["results"]["dedup"]
+        fast = incremental.engine.run(["dedup"])["result"]["dedup"]
+        slow = full.engine.run(["dedup"], full=True)["result"]["dedup"]
         assert (fast["pass"], slow["pass"]) == ("incremental", "full")
         assert links(incremental) == links(full)
         assert links(full) == {"MERGED_INTO": {(OLD, RESTATEMENT)}, "SUPERSEDES": {(ANNOUNCEMENT, RESTATEMENT)},
@@ -692,7 +692,7 @@ def test_an_overwritten_duplicate_leaves_its_merge(tmp_path):
                                   "id": OLD})
         services.memories.create({**body(leaning(0, 0.97, 2), "backups of service juliet run on thursday!",
                                          timestamp=days_ago(5)), "id": RESTATEMENT})
-        assert services.engine.run(["dedup"])["results"]["dedup"]["merged"] == 1
+        assert services.engine.run(["dedup"])["result"]["dedup"]["merged"] == 1
         line = {**body(axis(7), "Backups of service alpha run on Monday", timestamp=days_ago(5)), "id": RESTATEMENT}
         report = services.memories.import_jsonl(json.dumps(line).encode(), overwrite=True)
         assert report.overwritten == 1

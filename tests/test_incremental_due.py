@@ -78,7 +78,7 @@ class Scenario:
 def run(services, **options):
     result = services.engine.run(["decay", "forget"], **options)
     assert result["success"], result
-    return result["results"]
+    return result["result"]
 
 
 def states(services) -> dict[str, tuple]:

@@ -129,10 +129,11 @@ class Memories:
         return make()
 
 
-def settings_for(data_dir, scoped: bool):
+def settings_for(data_dir, scoped: bool, dwell: float = 0):
     return make_settings(data_dir, vector_size=DIM, consolidation_full_pass_interval_seconds=10 ** 8,
                          consolidation_creative_kinds=(), consolidation_archive_threshold=0.2,
                          consolidation_delete_threshold=0.05, consolidation_grace_period_days=10.0,
+                         consolidation_delete_after_archived_days=dwell,
                          consolidation_decay_importance_threshold=None, consolidation_score_epsilon=0.002,
                          consolidation_scope_properties=("user_id",) if scoped else ())
 
@@ -163,10 +164,13 @@ def differences(fast: dict, slow: dict) -> list:
     return found + sorted(fast["edges"] ^ slow["edges"], key=str)
 
 
-@pytest.mark.parametrize("seed, scoped", [(4, False), (3, True), (9, True), (10, False)])
-def test_incremental_passes_keep_the_state_full_passes_reach(tmp_path, seed, scoped):
+# The last case waits two days between archive and delete: the clock's moves (about 12 days in all) pass it.
+@pytest.mark.parametrize("seed, scoped, dwell", [(4, False, 0), (3, True, 0), (9, True, 0), (10, False, 0),
+                                                 (4, False, 2)])
+def test_incremental_passes_keep_the_state_full_passes_reach(tmp_path, seed, scoped, dwell):
     clock = Clock()
-    incremental, full = (build_services(settings_for(tmp_path / name, scoped), clock=clock) for name in "ab")
+    incremental, full = (build_services(settings_for(tmp_path / name, scoped, dwell), clock=clock)
+                         for name in "ab")
     twins = (incremental, full)
     memories = Memories(seed, scoped, clock)
     rng = memories.rng
@@ -184,7 +188,7 @@ def test_incremental_passes_keep_the_state_full_passes_reach(tmp_path, seed, sco
     try:
         for body in memories.start():
             both(lambda services: services.memories.create(body))
-        first = [services.engine.run(TASKS, full=True)["results"] for services in twins]
+        first = [services.engine.run(TASKS, full=True)["result"] for services in twins]
         assert first[0]["dedup"]["merged"] > 0 and first[0]["dedup"]["supersessions_total"] > 0
         assert state(incremental) == state(full)
         for step in range(STEPS):
@@ -208,7 +212,7 @@ def test_incremental_passes_keep_the_state_full_passes_reach(tmp_path, seed, sco
                     both(lambda services: services.memories.restore(restored))
             else:
                 clock.advance(hours=rng.choice([1, 6, 20, 50, 100]))
-            fast = incremental.engine.run(TASKS)["results"]
+            fast = incremental.engine.run(TASKS)["result"]
             full.engine.run(TASKS, full=True)
             assert {fast[task]["pass"] for task in TASKS} == {"incremental"}
             assert state(incremental) == state(full), f"step {step}: {differences(state(incremental), state(full))}"

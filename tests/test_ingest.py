@@ -150,7 +150,7 @@ def test_the_sample_file_shows_merges_an_update_and_a_contradiction(services):
     assert report.errors == [] and report.created == 36
     result = services.engine.run(["decay", "dedup", "creative", "cluster", "forget"])
     assert result["success"]
-    dedup = result["results"]["dedup"]
+    dedup = result["result"]["dedup"]
     content = {m["id"]: m["content"] for m in services.stores.graph.get_memories(services.stores.graph.all_memory_ids())}
     merged = {content[m["into"]]: {content[d] for d in m["duplicates"]} for m in dedup["merges"]}
     postgres = next(group | {into} for into, group in merged.items() if "PostgreSQL" in into)
@@ -180,3 +180,90 @@ def test_the_cli_reports_bad_lines_and_exits_nonzero(tmp_path, monkeypatch):
     result = CliRunner().invoke(cli, ["import", str(bad)])
     assert result.exit_code == 1
     assert "bad.jsonl:2: importance" in result.output and "nothing imported" in result.output
+
+
+# --- bad lines: refused all together by default, or skipped one by one when asked ------------------------------
+
+SEVEN = ['{"content": "good one"}', '{"content": 1}', "not json", '{"content": "good two"}',
+         '{"content": "x", "importance": 7}', None, '{"content": "good three"}']  # line 6: a conflict, filled in
+
+
+def seven_lines(services) -> bytes:
+    """Seven lines, four bad: three invalid (2, 3, 5) and one conflicting with a stored memory (6)."""
+    from tests.conftest import add_memory
+
+    stored = add_memory(services, content="the stored memory")
+    return "\n".join(line or json.dumps({"id": stored, "content": "other text"}) for line in SEVEN).encode()
+
+
+def test_an_import_with_bad_lines_names_every_one_and_writes_nothing(client, auth, services):
+    answer = client.post("/memory/import", data=seven_lines(services), headers=auth)
+    assert answer.status_code == 400 and answer.json["field"] == "content"
+    assert "lines 2, 3, 5" in answer.json["detail"] and "line 6" in answer.json["detail"]
+    assert "nothing imported" in answer.json["detail"] and "skip_bad_lines=true" in answer.json["detail"]
+    assert [e["line"] for e in answer.json["errors"]] == [2, 3, 5] and answer.json["conflicts"][0]["line"] == 6
+    assert (answer.json["imported"], answer.json["bad_lines_skipped"]) == (0, 0)
+    assert services.stores.graph.count_memories() == 1 and services.stores.vectors.count() == 1
+
+
+def test_skipping_bad_lines_writes_the_good_ones_and_reports_each_bad_one(client, auth, services):
+    data = seven_lines(services)
+    dry = client.post("/memory/import?skip_bad_lines=true&dry_run=true", data=data, headers=auth)
+    assert dry.status_code == 200 and (dry.json["imported"], dry.json["bad_lines_skipped"]) == (3, 4)
+    assert services.stores.graph.count_memories() == 1
+    answer = client.post("/memory/import?skip_bad_lines=true", data=data, headers=auth)
+    assert answer.status_code == 200, answer.json
+    report = answer.json
+    assert (report["lines"], report["imported"], report["bad_lines_skipped"], report["skip_bad_lines"]) == (7, 3, 4, True)
+    assert [(e["line"], e["field"]) for e in report["errors"]] == [(2, "content"), (3, "line"), (5, "importance")]
+    assert all(e["detail"] for e in report["errors"])
+    assert [(c["line"], c["reason"]) for c in report["conflicts"]] == [
+        (6, "a memory with other content is stored under this id")]
+    contents = {m["content"] for m in services.stores.graph.get_memories(services.stores.graph.all_memory_ids())}
+    assert contents == {"the stored memory", "good one", "good two", "good three"}  # the conflict left it as it was
+    assert services.stores.vectors.count() == 4
+
+
+def test_every_skipped_line_is_listed_however_many(services):
+    data = jsonl(lines(*[{"content": f"good {i}"} if i % 2 else {"content": i} for i in range(60)]))
+    report = services.memories.import_jsonl(data, skip_bad_lines=True).public()
+    assert (report["imported"], report["bad_lines_skipped"], report["errors_total"]) == (30, 30, 30)
+    assert [e["line"] for e in report["errors"]] == list(range(1, 61, 2))  # all 30, not the first 20
+    refused = services.memories.import_jsonl(data).public()
+    assert (refused["errors_total"], len(refused["errors"])) == (30, 20)
+
+
+def test_skipping_bad_lines_shifts_the_good_ones_to_now(services):
+    records = lines({"content": "newest", "timestamp": "2020-01-10T00:00:00Z"}, {"content": "no time"},
+                    {"content": "older", "timestamp": "2020-01-03T00:00:00Z"})
+    report = services.memories.import_jsonl(jsonl(records), shift_to_now=True, skip_bad_lines=True)
+    assert report.created == 2 and [(e["line"], e["field"]) for e in report.errors] == [(2, "timestamp")]
+    stored = {m["content"]: m for m in services.stores.graph.get_memories(services.stores.graph.all_memory_ids())}
+    assert stored["newest"]["timestamp"] == NOW.isoformat() and stored["older"]["timestamp"] == days_ago(7)
+
+
+def test_an_import_into_a_new_graph_is_made_only_if_a_line_survives(settings):
+    from consolidation.ingest import MemoryChecks
+
+    checks, bad = MemoryChecks(settings), jsonl(lines({"content": 1}, {"content": 2}))
+    assert checks.import_writing_nothing(bad, skip_bad_lines=True).public()["bad_lines_skipped"] == 2
+    assert checks.import_writing_nothing(bad).refused
+    assert checks.import_writing_nothing(bad + b"\n" + jsonl(lines({"content": "ok"})), skip_bad_lines=True) is None
+
+
+def test_the_cli_skips_bad_lines_when_asked_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("ADMIN_API_TOKEN", TOKEN)
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "cli"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "fine"}\n{"content": "x", "importance": 2}\n{broken\n{"content": "fine too"}\n')
+    refused = CliRunner().invoke(cli, ["import", str(bad)])
+    assert refused.exit_code == 1 and "bad.jsonl:2: importance" in refused.stderr
+    assert "nothing imported: 2 invalid line(s); --skip-bad-lines imports the other lines" in refused.stderr
+    skipped = CliRunner().invoke(cli, ["import", "--skip-bad-lines", str(bad)])
+    assert skipped.exit_code == 3, skipped.output
+    assert "bad.jsonl:2: skipped: importance:" in skipped.stderr and "bad.jsonl:3: skipped: line:" in skipped.stderr
+    assert "imported 2 memories" in skipped.stderr and "skipped 2 bad line(s) (2 invalid line(s))" in skipped.stderr
+    report = json.loads(skipped.stdout)
+    assert (report["imported"], report["bad_lines_skipped"]) == (2, 2)
+    again = CliRunner().invoke(cli, ["import", "--skip-bad-lines", str(bad)])
+    assert again.exit_code == 3 and json.loads(again.stdout)["skipped"] == 2  # the good lines: already stored

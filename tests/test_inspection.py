@@ -98,7 +98,7 @@ def test_run_history_lists_runs_newest_first_in_pages(services, client, auth, cl
         assert shown["state"] == "succeeded" and shown["dry_run"] == run["dry_run"] and shown["tasks"] == [task]
         assert shown["started_at"] == run["started_at"] and shown["finished_at"] == run["finished_at"]
         assert shown["outcomes"] == {task: {"success": True, "cancelled": False,
-                                            "seconds": run["results"][task]["seconds"],
+                                            "seconds": run["result"][task]["seconds"],
                                             "memories_processed": 1, "error": None}}
         assert shown["duration_seconds"] == 0.0  # the test clock stands still during a run
 

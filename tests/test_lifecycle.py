@@ -33,7 +33,7 @@ def forgetting_on(tmp_path, clock):
 
 
 def run(services, *tasks, dry_run=False, **flags):
-    return services.engine.run(list(tasks), dry_run=dry_run, **flags)["results"]
+    return services.engine.run(list(tasks), dry_run=dry_run, **flags)["result"]
 
 
 def merged_pair(services, canonical_fields=None, **both):
@@ -96,7 +96,9 @@ def test_forgetting_is_off_by_default_and_says_how_to_turn_it_on(client, auth):
     assert status["forgetting"]["note"] == "off: set CONSOLIDATION_ARCHIVE_THRESHOLD / _DELETE_THRESHOLD"
     assert forgetting(0.1, 0.02, 0)["note"].endswith("set CONSOLIDATION_FORGET_INTERVAL_SECONDS")
     assert forgetting(0.1, 0.02, 3600) == {"enabled": True, "archive_threshold": 0.1, "delete_threshold": 0.02,
+                                           "delete_after_archived_days": 0.0,
                                            "scheduled": True, "note": "on: archive below 0.1, delete below 0.02"}
+    assert forgetting(0.1, 0.02, 3600, 30)["note"] == "on: archive below 0.1, delete below 0.02 after 30 days archived"
 
 
 # --- merged duplicates ----------------------------------------------------------------------------------------

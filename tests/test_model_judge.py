@@ -431,15 +431,15 @@ def test_dedup_asks_the_model_about_its_grey_pairs_and_follows_the_answer(tmp_pa
         first = add_memory(services, vector=axis(0), content="Redis caches the session tokens", type="Decision")
         second = add_memory(services, vector=vector_at(0.76, axis(0), axis(1)),
                             content="redis caches the session tokens!", type="Decision")
-        preview = services.engine.run(["dedup"], dry_run=True)["results"]["dedup"]
+        preview = services.engine.run(["dedup"], dry_run=True)["result"]["dedup"]
         assert model.requests == [] and preview["merged"] == 1  # the rules' verdict, the model not asked
         assert [sorted((p["first"], p["second"])) for p in preview["model_judge_would_ask"]] == \
             [sorted(("Redis caches the session tokens", "redis caches the session tokens!"))]
-        report = services.engine.run(["dedup"])["results"]["dedup"]
+        report = services.engine.run(["dedup"])["result"]["dedup"]
         assert len(model.requests) == 1 and report["model_judge"]["asked"] == 1 and report["merged"] == 0
         (apart,) = report["kept_apart"]
         assert {apart["a"], apart["b"]} == {first, second} and "the model judge said different facts" in apart["reason"]
-        again = services.engine.run(["dedup"], full=True)["results"]["dedup"]
+        again = services.engine.run(["dedup"], full=True)["result"]["dedup"]
         assert len(model.requests) == 1 and again["model_judge"]["cached"] == 1 and again["merged"] == 0
     finally:
         services.close()
@@ -476,17 +476,17 @@ def test_dedup_asks_the_model_whether_a_new_measure_replaces_the_old_and_follows
                            timestamp="2026-01-01T00:00:00+00:00")
         newer = add_memory(services, vector=vector_at(0.9, axis(0), axis(1)), content="The log retention is 28 days.",
                            timestamp="2026-02-01T00:00:00+00:00")
-        preview = services.engine.run(["dedup"], dry_run=True)["results"]["dedup"]
+        preview = services.engine.run(["dedup"], dry_run=True)["result"]["dedup"]
         assert model.requests == [] and preview["supersessions"] == []
         assert preview["supersession_model_judge"]["would_ask"] == 1
-        report = services.engine.run(["dedup"])["results"]["dedup"]
+        report = services.engine.run(["dedup"])["result"]["dedup"]
         assert report["supersession_model_judge"]["asked"] == 1
         assert [(s["newer"], s["older"]) for s in report["supersessions"]] == [(newer, older)]
         assert "the model judge said it replaces it" in report["supersessions"][0]["reason"]
         system, user = prompts[0]
         assert "replaces the older" in system["content"] and "Older: " in user["content"]
         assert services.stores.graph.get_memory(older)["superseded_by"] == newer
-        again = services.engine.run(["dedup"], full=True)["results"]["dedup"]
+        again = services.engine.run(["dedup"], full=True)["result"]["dedup"]
         assert len(model.requests) == 1 and again["supersessions"] == []  # made already, nothing asked
     finally:
         services.close()

@@ -78,7 +78,7 @@ def test_request_models_are_the_ones_the_routes_validate(client):
     assert memory["required"] == ["content"] and memory["additionalProperties"] is False
     assert memory["properties"]["importance"]["anyOf"][0] == {"type": "number", "minimum": 0, "maximum": 1}
     flags = {p["name"]: p for p in document["paths"]["/memory/import"]["post"]["parameters"] if p["in"] == "query"}
-    assert set(flags) == {"dry_run", "shift_to_now", "overwrite"}
+    assert set(flags) == {"dry_run", "shift_to_now", "overwrite", "skip_bad_lines"}
     assert all(p["in"] == "query" and p["schema"]["type"] == "boolean" for p in flags.values())
     lines = document["paths"]["/memory/import"]["post"]["requestBody"]["content"]["application/x-ndjson"]
     assert {"relevance_score", "archived", "archived_at", "content"} <= set(lines["schema"]["items"]["properties"])

@@ -221,7 +221,7 @@ def test_concurrent_manual_runs_on_three_processes_one_202_the_others_409(fleet,
         assert time.monotonic() < deadline
     assert current["run_id"] == accepted["run_id"] and current["state"] == "running"
     seen = follow(other + accepted["status_url"])
-    assert any(view["state"] == "running" and view.get("progress", {}).get("total") == 40000 for view in seen)
+    assert any(view["state"] == "running" and (view["progress"] or {}).get("total") == 40000 for view in seen)
     run = seen[-1]
     assert run["state"] == "succeeded" and run["holder"], run["result"]
     assert run["progress"] == {**run["progress"], "task": "decay", "processed": 40000, "total": 40000}

@@ -228,7 +228,7 @@ def test_a_summary_left_too_small_is_retired_and_a_run_rebuilds_after_a_merge(cl
                       content="Billing runs on PostgreSQL, note 0")
     services.engine.run(["cluster"])
     assert twin in [p[2] for p in patterns(services) if p[0] == pattern_id][0]
-    report = services.engine.run(["dedup"])["results"]["dedup"]
+    report = services.engine.run(["dedup"])["result"]["dedup"]
     merged = {m for m in (twin, rest[0]) if services.stores.graph.get_memory(m).get("merged_into")}
     assert len(merged) == 1 and report["summaries_rebuilt"] == 1
     (members,) = [p[2] for p in patterns(services) if p[0] == pattern_id]
@@ -286,7 +286,7 @@ def test_erase_reaches_every_record_runs_and_requests_left(client, auth, service
                        content="The support address is now help@x.io.", timestamp=days_ago(1))
     twins = [add_memory(services, vector=axis(5), content="Escalate to dana@x.io when late.", timestamp=days_ago(2))
              for _ in range(2)]
-    report = services.engine.run(["dedup"], full=True)["results"]["dedup"]
+    report = services.engine.run(["dedup"], full=True)["result"]["dedup"]
     # The report quotes it (in the merge reason, as dedup spells an address's terms): something to reach.
     assert holds(str(report), identifier_pattern("dana@x.io")), report
     assert services.stores.graph.get_memory(older).get("superseded_by") == newer

@@ -1,9 +1,10 @@
-"""The creative association rules at their thresholds, and the protections of forgetting."""
+"""The creative association rules at their thresholds, and forgetting's order (archive, then delete after the
+dwell) and protections."""
 
 import numpy as np
 import pytest
 
-from consolidation.rules import ForgetPolicy, association_for, forget_decisions
+from consolidation.rules import ForgetPolicy, association_for, forget_decisions, forget_due
 
 DAY = 86400.0
 FAR_APART = 30 * DAY
@@ -95,3 +96,74 @@ def test_disabled_thresholds_decide_nothing():
     result = forget_decisions(off, ["a"], np.array([0.0]), np.array([False]), np.array([500.0]),
                               np.array([0.0]), ["Context"], np.array([False]), [None])
     assert result == []
+
+
+# The README's thresholds with the default dwell: a memory below the delete line is archived first.
+DWELLING = ForgetPolicy(archive_threshold=0.1, delete_threshold=0.02, grace_period_days=90,
+                        protected_importance=0.7, protected_types=frozenset({"Decision", "Insight"}),
+                        delete_after_archived_days=30)
+
+
+def decide_with_dwell(relevance, archived=False, days_archived=np.nan, memory_type="Context"):
+    return forget_decisions(DWELLING, ["m"], np.array([relevance]), np.array([archived]), np.array([400.0]),
+                            np.array([0.3]), [memory_type], np.array([False]), [None],
+                            days_archived=np.array([days_archived]))
+
+
+def test_with_a_dwell_an_active_memory_below_the_delete_line_is_archived_not_deleted():
+    decision = decide_with_dwell(1e-8)[0]
+    assert decision.action == "archive"
+    assert decision.reason == ("relevance 0.0000 < delete threshold 0.02: archived first, deletable after 30 "
+                               "days archived")
+    assert decide_with_dwell(0.05)[0].reason == "relevance 0.0500 < archive threshold 0.1"
+
+
+@pytest.mark.parametrize("days_archived, action", [(0.0, None), (29.99, None), (np.nan, None), (30.0, "delete"),
+                                                   (400.0, "delete")])
+def test_an_archived_memory_is_deleted_only_after_the_dwell(days_archived, action):
+    decisions = decide_with_dwell(1e-8, archived=True, days_archived=days_archived)
+    assert [d.action for d in decisions] == ([action] if action else [])  # an unknown archive time: not yet
+    if action:
+        assert decisions[0].reason == f"relevance 0.0000 < delete threshold 0.02, archived {days_archived:.1f} " \
+                                      "days >= 30"
+
+
+def test_an_archived_memory_above_the_delete_line_stays_whatever_its_dwell():
+    assert decide_with_dwell(0.05, archived=True, days_archived=400.0) == []
+
+
+def test_protections_hold_through_the_dwell():
+    decision = decide_with_dwell(1e-8, archived=True, days_archived=400.0, memory_type="Decision")[0]
+    assert decision.action == "protect" and "type Decision is protected" in decision.reason
+
+
+def test_without_a_dwell_a_memory_below_the_delete_line_goes_at_once_active_or_archived():
+    assert POLICY.delete_after_archived_days == 0 and not POLICY.archives_first
+    assert decide(0.01)[0].action == "delete"
+    undated = forget_decisions(POLICY, ["m"], np.array([0.01]), np.array([True]), np.array([200.0]),
+                               np.array([0.3]), ["Context"], np.array([False]), [None],
+                               days_archived=np.array([np.nan]))
+    assert undated[0].action == "delete"
+
+
+def due_with_dwell(below_at, archived_since, grace_from=0.0, memory_type="Context", held_until=np.nan):
+    return forget_due(DWELLING, np.array([below_at]), np.array([grace_from]), np.array([0.3]), [memory_type],
+                      np.array([False]), np.array([held_until]), np.array([archived_since]))[0]
+
+
+def test_an_archived_memory_comes_due_when_its_dwell_ends_or_its_relevance_falls_whichever_is_later():
+    archived = 1000 * DAY
+    assert due_with_dwell(below_at=900 * DAY, archived_since=archived) == archived + 30 * DAY
+    assert due_with_dwell(below_at=2000 * DAY, archived_since=archived) == 2000 * DAY
+    assert due_with_dwell(below_at=900 * DAY, archived_since=np.nan) == 900 * DAY  # active: no dwell
+    # The grace period and a restore's hold still count, and what protects for good still makes it never.
+    assert due_with_dwell(below_at=0.0, archived_since=archived, grace_from=archived) == archived + 90 * DAY
+    assert due_with_dwell(below_at=0.0, archived_since=archived, held_until=archived + 40 * DAY) == \
+        archived + 40 * DAY
+    assert due_with_dwell(below_at=0.0, archived_since=archived, memory_type="Insight") == np.inf
+
+
+def test_without_a_dwell_an_archived_memory_comes_due_when_its_relevance_falls():
+    due = forget_due(POLICY, np.array([900 * DAY]), np.array([0.0]), np.array([0.3]), ["Context"],
+                     np.array([False]), None, np.array([500 * DAY]))
+    assert due[0] == 900 * DAY

@@ -42,8 +42,8 @@ def test_a_failing_task_is_recorded_and_retried_with_backoff(services, clock, mo
 
     monkeypatch.setitem(TASKS, "decay", broken)
     [result] = services.scheduler.run_once()
-    assert result["results"]["decay"]["success"] is False
-    assert result["results"]["creative"]["success"] is True  # one failure does not stop the others
+    assert result["result"]["decay"]["success"] is False
+    assert result["result"]["creative"]["success"] is True  # one failure does not stop the others
     failure = services.engine.control.state()["history"][-1]
     assert failure["task"] == "decay" and failure["success"] is False and "disk on fire" in failure["error"]
     assert services.engine.control.state().get("last_decay") is None
@@ -55,7 +55,7 @@ def test_a_failing_task_is_recorded_and_retried_with_backoff(services, clock, mo
     assert services.scheduler.run_once() == []
     monkeypatch.undo()
     clock.advance(seconds=0.5)
-    assert services.scheduler.run_once()[0]["results"]["decay"]["success"] is True
+    assert services.scheduler.run_once()[0]["result"]["decay"]["success"] is True
     assert services.engine.control.state()["last_decay"] == clock().isoformat()
 
 

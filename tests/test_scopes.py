@@ -39,7 +39,7 @@ def holdings(services, user: str | None) -> dict[str, list[str]]:
 
 
 def everything(services):
-    return services.engine.run(["dedup", "creative", "cluster"])["results"]
+    return services.engine.run(["dedup", "creative", "cluster"])["result"]
 
 
 def edges(services) -> list[tuple[str, str, str]]:
@@ -144,10 +144,10 @@ def test_a_run_of_one_scope_touches_only_that_scope(scoped):
     owner = user_of(scoped)
     touched = {owner[x] for a, _, b in edges(scoped) for x in (a, b)}
     assert touched == {"alice"}
-    assert result["results"]["dedup"]["memories_processed"] == sum(len(v) for v in made["alice"].values())
+    assert result["result"]["dedup"]["memories_processed"] == sum(len(v) for v in made["alice"].values())
     # bob's turn: alice's MetaPattern is outside bob's run, so it is neither matched nor retired.
     alice_patterns = {p.id for p in scoped.stores.graph.meta_patterns()}
-    bob = scoped.engine.run(["cluster"], scope={"user_id": "bob"})["results"]["cluster"]
+    bob = scoped.engine.run(["cluster"], scope={"user_id": "bob"})["result"]["cluster"]
     assert bob["created"] == 1 and bob["retired_total"] == 0
     assert alice_patterns <= {p.id for p in scoped.stores.graph.meta_patterns()}
     # A scope's run leaves the whole graph's schedule alone; its record says which scope it ran.
@@ -159,11 +159,11 @@ def test_a_run_of_one_scope_touches_only_that_scope(scoped):
 def test_the_scope_of_memories_without_the_property_runs_alone(scoped):
     made = {user: holdings(scoped, user) for user in ("alice", None)}
     result = scoped.engine.run(["dedup", "creative", "cluster"], scope={"user_id": None})
-    assert result["scope"] == {"user_id": None} and all(r["success"] for r in result["results"].values())
+    assert result["scope"] == {"user_id": None} and all(r["success"] for r in result["result"].values())
     owner = user_of(scoped)
     touched = {owner[x] for a, _, b in edges(scoped) for x in (a, b)}
-    assert touched == {None} and result["results"]["dedup"]["merged"] > 0
-    assert result["results"]["dedup"]["memories_processed"] == sum(len(v) for v in made[None].values())
+    assert touched == {None} and result["result"]["dedup"]["merged"] > 0
+    assert result["result"]["dedup"]["memories_processed"] == sum(len(v) for v in made[None].values())
 
 
 def test_a_null_scope_value_names_the_memories_without_the_property(scoped_client, auth):

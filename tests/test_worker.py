@@ -78,8 +78,8 @@ def test_a_run_asked_over_http_is_computed_by_the_worker_and_answered_as_an_inli
     answer = client.post("/consolidate", json={"wait": True}, headers=auth)
     assert answer.status_code == 200, answer.json
     result = answer.json
-    assert result["success"] and list(result["results"]) == list(DEFAULT_TASKS)
-    assert result["results"]["decay"]["memories_processed"] == len(ids)
+    assert result["success"] and list(result["result"]) == list(DEFAULT_TASKS)
+    assert result["result"]["decay"]["memories_processed"] == len(ids)
     record = client.get(f"/consolidate/runs/{result['run_id']}", headers=auth).json
     assert record["state"] == "succeeded" and record["holder"] == worker.services.engine.holder != served.engine.holder
     assert record["queued_at"] <= record["started_at"]
@@ -231,7 +231,7 @@ def test_a_served_service_runs_in_its_worker_child_and_restarts_it_after_a_kill(
                                 headers=AUTH, timeout=10)
         assert created.status_code == 201, created.text
         run = requests.post(f"{url}/consolidate", json={"wait": True}, headers=AUTH, timeout=60).json()
-        assert run["success"] and run["results"]["decay"]["memories_processed"] == 1
+        assert run["success"] and run["result"]["decay"]["memories_processed"] == 1
         record = requests.get(f"{url}/consolidate/runs/{run['run_id']}", headers=AUTH, timeout=10).json()
         assert record["holder"].split(":")[1] == str(child)
         # Health, metrics and status agree on what computes the schedule (the child), and the child's runs count.

@@ -14,7 +14,7 @@ from ..logs import configure_logging
 from ..service import Services, build_services
 from ..settings import Settings, load_settings
 from . import consolidate, docs, entities, errors, health, inspection, memories, metrics, recall
-from .strict_request import StrictRequest, refuse_unstorable_query
+from .strict_request import StrictRequest, refuse_unreadable_head
 
 REQUEST_SWITCH_SECONDS = 0.001  # how long a thread runs before one waiting for the GIL gets it
 
@@ -28,6 +28,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     services = services or build_services(settings)
     app = Flask("consolidation", static_folder=None)  # no app-wide /static route: /docs serves its own files
     app.request_class = StrictRequest
+    # An API answers the path it was asked: `//memory//x` is a 404, not a redirect page (HTML) to `/memory/x`.
+    app.url_map.merge_slashes = False
     app.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     app.json.sort_keys = False
     app.extensions["consolidation"] = services
@@ -38,7 +40,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         app.register_blueprint(blueprint)
     app.after_request(metrics.count_request)
     app.before_request(services.in_flight.enter)
-    app.before_request(lambda: refuse_unstorable_query(request))
+    app.before_request(lambda: refuse_unreadable_head(request))
     app.teardown_request(lambda _error: services.in_flight.leave())
     _allow_origins(app, settings.cors_origins)
     # A run's Python holds the GIL while requests wait: each of a request's store round trips waited up to the

@@ -22,7 +22,6 @@ from .models import (
     RunReport,
     RunInProgressBody,
     RunRecord,
-    RunResult,
     RunStarted,
     SchedulerAnswer,
     SchedulerRequest,
@@ -39,10 +38,11 @@ RUN_ID = uuid_in_path("run_id", "the run's id, as POST /consolidate answered it"
 
 @blueprint.post("/consolidate")
 @require_admin
-@api.validate(resp=answers(HTTP_200=RunResult, HTTP_202=RunStarted, HTTP_409=RunInProgressBody), **ADMIN_ROUTE)
+@api.validate(resp=answers(HTTP_200=RunRecord, HTTP_202=RunStarted, HTTP_409=RunInProgressBody), **ADMIN_ROUTE)
 @amend(OPTIONAL_BODY)
 def consolidate(json: ConsolidateRequest):
-    """Run consolidation: 202 with the run to follow, or with wait the whole result (409 while a run goes on)."""
+    """Run consolidation: 202 with the run to follow, or with wait the finished run's record, as
+    GET /consolidate/runs/<id> shows it (409 while a run goes on)."""
     # The body is validated before the run is begun (the lease taken, or the run queued for a worker): a
     # refused request never holds the lease.
     runner = graph().runner
@@ -117,7 +117,7 @@ def _opened(run: dict, task: str, limit: int, offset: int) -> dict:
     reports = run.get("result") or {}
     if task not in reports:
         raise NotFound(f"run {run['run_id']} has no report of {task} (it ran {', '.join(reports) or 'nothing yet'})")
-    page = paged_report(reports[task], limit, offset)
+    page = paged_report(reports[task], limit, offset, graph().engine.pages.read(run["run_id"], task, limit, offset))
     return {"run_id": run["run_id"], "task": task, "state": run["state"], "dry_run": run["dry_run"], **page,
             "texts": graph().inspection.texts(named_ids(page["lists"])), "limit": limit, "offset": offset}
 

@@ -252,9 +252,14 @@ class Edge(BaseModel):
 
 class Event(BaseModel):
     event: str = Field(description="created, merged, superseded, archived, deleted, deleted with its canonical, "
-                                   "restored")
+                                   "restored; on a canonical: merged in (a duplicate went into it), merge undone "
+                                   "(that duplicate was restored)")
     at: str | None
-    detail: str | None
+    detail: str | None = Field(description="why (a merge's reason, a deletion's), or what it points to")
+    other_id: str | None = Field(None, description="the other memory of a merge: the canonical it went into, or "
+                                                   "the duplicate merged in")
+    other_content: str | None = Field(None, description=f"a duplicate merged in: the first {PREVIEW_CHARS} "
+                                                        "characters of its text as the merge recorded it")
     run_id: str | None = Field(description="the real run going on at that moment (null: a client or an "
                                            "administrator did it)")
 

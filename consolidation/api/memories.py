@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, jsonify, request
 
+from .. import importing
 from ..errors import InvalidInput, Unauthorized
 from ..memory import ImportedMemoryFields, MemoryFields, parse_memory_id
 from .auth import is_admin, require_admin, require_token
@@ -16,6 +17,8 @@ from .openapi import ADMIN, addresses_graph, TOKEN, amend, answers, api, uuid_in
 blueprint = addresses_graph(Blueprint("memories", __name__))
 TOKEN_ROUTE = {"security": TOKEN, "tags": ["memories"]}
 MEMORY_ID = uuid_in_path("memory_id", "the memory's id")
+SKIP_HINT = "?skip_bad_lines=true imports the other lines"
+NAMED_LINES = 10  # a refused import's detail names this many of its bad lines; its report lists more
 # OpenAPI 3.1 has no schema for a stream of JSON lines: the body is described as the array of its lines.
 JSONL_BODY = {"requestBody": {"required": True, "content": {"application/x-ndjson": {"schema": {
     "type": "array", "items": ImportedMemoryFields.model_json_schema(),
@@ -52,7 +55,8 @@ def create_memory():
                                               HTTP_409=ImportRefused), **TOKEN_ROUTE)
 @amend(JSONL_BODY)
 def import_memories(query: ImportQuery):
-    """A JSONL body, one memory per line; every line is checked before any is written: all or nothing."""
+    """A JSONL body, one memory per line; every line is checked before any is written: all or nothing. With
+    skip_bad_lines, invalid and conflicting lines are left out instead, every one listed, and the rest written."""
     if query.overwrite and not is_admin():
         raise Unauthorized("overwrite=true replaces stored memories; only the admin token may ask for it")
     data, flags = request.get_data(), query.model_dump()
@@ -60,14 +64,27 @@ def import_memories(query: ImportQuery):
     target = graph_to_write(gate, is_admin())
     report = gate.report if target is None else target.memories.import_jsonl(data, **flags)
     body = report.public()
-    if report.errors:
-        first = report.errors[0]
-        return error_response(400, "invalid_input", f"{len(report.errors)} invalid line(s), the first is line "
-                              f"{first['line']}; nothing imported", field=first["field"], **body)
-    if report.conflicts:
-        return error_response(409, "conflict", f"{len(report.conflicts)} line(s) conflict with stored or forgotten "
-                              "memories; nothing imported (an administrator may add ?overwrite=true)", **body)
+    if report.stops_on(report.errors):
+        return error_response(400, "invalid_input", _refusal(report), field=report.errors[0]["field"], **body)
+    if report.stops_on(report.conflicts):
+        return error_response(409, "conflict", _refusal(report), **body)
     return jsonify(body)
+
+
+def _refusal(report: importing.ImportReport) -> str:
+    """Why nothing was imported: the invalid and the conflicting lines, by number, and how to import the rest."""
+    kinds = [f"{len(report.errors)} invalid line(s) ({_numbers(report.errors)})"] if report.errors else []
+    if report.conflicts:
+        kinds.append(f"{len(report.conflicts)} line(s) conflicting with stored or forgotten memories "
+                     f"({_numbers(report.conflicts)}; an administrator may add ?overwrite=true)")
+    return f"{', '.join(kinds)}; nothing imported ({SKIP_HINT})"
+
+
+def _numbers(entries: list[dict]) -> str:
+    """The refused lines by number, the first few of many."""
+    named = ", ".join(str(entry["line"]) for entry in entries[:NAMED_LINES])
+    more = f" and {len(entries) - NAMED_LINES} more" if len(entries) > NAMED_LINES else ""
+    return f"line{'s' if len(entries) > 1 else ''} {named}{more}"
 
 
 @blueprint.get("/memory/<memory_id>")

@@ -102,8 +102,11 @@ class RunQuery(BaseModel):
 
 class ReportList(BaseModel):
     items: list[dict[str, Any]]
-    total: int = Field(description="how many the task decided (its report keeps the first CONSOLIDATION_REPORT_LIMIT)")
-    kept: int = Field(description="how many the report kept")
+    total: int = Field(description="how many the task decided (the run record lists the first "
+                                   "CONSOLIDATION_REPORT_LIMIT)")
+    kept: int = Field(description="how many can be paged to: all of them, unless the list is a sample "
+                                  "(kept_apart) or the run's lists went beyond CONSOLIDATION_REPORT_ITEMS_KEPT "
+                                  "(newest runs first; then the first CONSOLIDATION_REPORT_LIMIT)")
 
 
 class RunReport(BaseModel):
@@ -164,6 +167,8 @@ class ImportQuery(BaseModel):
     dry_run: QueryFlag = Field(False, description="check and report only; nothing is written")
     shift_to_now: QueryFlag = Field(False, description="move every time by one offset so the newest becomes now")
     overwrite: QueryFlag = Field(False, description="replace stored memories (admin token only; audited)")
+    skip_bad_lines: QueryFlag = Field(False, description="leave out invalid and conflicting lines (each listed in "
+                                                         "the answer) and import the others, instead of nothing")
 
 
 # --- errors --------------------------------------------------------------------------------------------------
@@ -199,23 +204,6 @@ class RunStarted(BaseModel):
     status_url: str = Field(description="GET it to follow the run")
 
 
-class RunResult(BaseModel):
-    """A finished run (POST /consolidate with wait): each task's report under its name."""
-
-    run_id: str
-    graph: str | None = None
-    trigger: str
-    dry_run: bool
-    tasks: list[str]
-    started_at: str
-    finished_at: str
-    duration_seconds: float
-    success: bool
-    cancelled: bool = Field(False, description="an administrator stopped it at a safe point")
-    scope: dict[str, str | None] | None = Field(None, description="the one scope the run was limited to")
-    results: dict[str, dict[str, Any]]
-
-
 class Progress(BaseModel):
     task: str | None = None
     processed: int | None = None
@@ -225,16 +213,22 @@ class Progress(BaseModel):
 
 class RunRecord(BaseModel):
     """A run as recorded in the graph: queued (for a worker), running, succeeded, failed, cancelled or
-    abandoned."""
+    abandoned. The one shape of a run: GET /consolidate/runs/<id>, POST /consolidate with wait (once it ended),
+    the command line and status's current run answer these fields, null where not set."""
 
     run_id: str
     graph: str | None = Field(None, description="the graph the run consolidated (none in older records)")
     state: Literal["queued", "running", "succeeded", "failed", "abandoned", "cancelled"]
+    success: bool = Field(description="it succeeded (state succeeded): what clients of POST /consolidate's "
+                                      "earlier answer check")
     tasks: list[str]
     dry_run: bool
+    full: bool = Field(False, description="every task was asked for a full pass (a dry run is one unless "
+                                          "incremental)")
     trigger: str
     started_at: str
     finished_at: str | None = None
+    duration_seconds: float | None = Field(None, description="from start to finish; null until it ends")
     cancel_requested_at: str | None = Field(None, description="when an administrator asked it to stop")
     queued_at: str | None = Field(None, description="when it was queued for a worker process (then started_at is "
                                                     "when a worker began it)")
@@ -243,9 +237,12 @@ class RunRecord(BaseModel):
     opened: RunReport | None = Field(None, description="with ?task=: that task's report, its lists paged")
     current_task: str | None = None
     progress: Progress | dict[str, Any] | None = None
-    result: dict[str, dict[str, Any]] | None = None
+    result: dict[str, dict[str, Any]] | None = Field(
+        None, description="each task's report by name, as it ended: counts, and the first "
+                          "CONSOLIDATION_REPORT_LIMIT items of each list with <list>_total (every item: "
+                          "GET /consolidate/runs/<id>/report, paged)")
     error: str | None = None
-    scope: dict[str, str | None] | None = None
+    scope: dict[str, str | None] | None = Field(None, description="the one scope the run was limited to")
 
 
 class HistoryEntry(BaseModel):
@@ -315,6 +312,8 @@ class Forgetting(BaseModel):
     enabled: bool
     archive_threshold: float
     delete_threshold: float
+    delete_after_archived_days: float = Field(
+        description="days a memory stays archived before it may be deleted (0: deleted at once)")
     scheduled: bool = Field(description="on and given an interval (CONSOLIDATION_FORGET_INTERVAL_SECONDS)")
     note: str = Field(description='e.g. "off: set CONSOLIDATION_ARCHIVE_THRESHOLD / _DELETE_THRESHOLD"')
 
@@ -441,7 +440,8 @@ class LineError(BaseModel):
 
 
 class ImportReport(BaseModel):
-    """What an import did, or (dry run, refused) would do; the first 20 lines of each kind are listed."""
+    """What an import did, or (dry run, refused) would do; the first 20 lines of each kind are listed (every
+    line, with skip_bad_lines)."""
 
     lines: int
     created: int
@@ -454,6 +454,8 @@ class ImportReport(BaseModel):
     errors: list[LineError]
     errors_total: int
     dry_run: bool
+    skip_bad_lines: bool
+    bad_lines_skipped: int = Field(description="invalid and conflicting lines left out (skip_bad_lines)")
 
 
 class ImportRefusedBody(ImportReport, ErrorBody):

@@ -33,12 +33,14 @@ def _transition(name: str, sources: Iterable[str], target: str, by: str) -> Tran
 # The whole lifecycle. A merged memory is archived too (out of recall) and carries merged_into; superseded is a
 # mark (superseded_by) an active or archived memory carries, not a state of its own.
 TRANSITIONS: dict[str, Transition] = {t.name: t for t in (
-    _transition("archive", [ACTIVE], ARCHIVED, "forget, below the archive threshold (or a cluster summary retired)"),
+    _transition("archive", [ACTIVE], ARCHIVED, "forget, below the archive threshold, or below the delete threshold "
+                "before the dwell (or a cluster summary retired)"),
     _transition("merge", [ACTIVE], MERGED, "dedup: a duplicate goes into its canonical (MergeRecord 'done')"),
     _transition("supersede", [ACTIVE, ARCHIVED], UNCHANGED, "dedup: a newer memory changes it (superseded_by)"),
     _transition("delete", [ACTIVE, ARCHIVED, MERGED], DELETED,
-                "forget, below the delete threshold; a merged duplicate leaves with its canonical "
-                "(MergeRecord 'deleted'); a tombstone keeps it"),
+                "forget, below the delete threshold once archived for CONSOLIDATION_DELETE_AFTER_ARCHIVED_DAYS "
+                "(0: at once, active too); a merged duplicate leaves with its canonical (MergeRecord 'deleted'); "
+                "a tombstone keeps it"),
     _transition("restore", [ARCHIVED, MERGED, DELETED], ACTIVE,
                 "an administrator: a use, held for CONSOLIDATION_RESTORE_HOLD_DAYS (MergeRecord 'restored')"),
     _transition("expire", [DELETED], GONE, "forget, once the tombstone is older than the retention period"),
@@ -170,9 +172,10 @@ def _record_violations(nodes: Mapping[str, Mapping[str, Any]], records: Iterable
                     if state_of(node) == MERGED and memory_id not in newest]
 
 
-def forgetting(archive_threshold: float, delete_threshold: float, interval_seconds: int) -> dict[str, Any]:
+def forgetting(archive_threshold: float, delete_threshold: float, interval_seconds: int,
+               delete_after_archived_days: float = 0.0) -> dict[str, Any]:
     """Whether forgetting is on (as rules.ForgetPolicy.enabled), in words an administrator can act on (both
-    thresholds 0: off, as the reference design ships it)."""
+    thresholds 0: off, as the reference design ships it), with how long a memory stays archived before deletion."""
     enabled = archive_threshold > 0 or delete_threshold > 0
     if not enabled:
         note = "off: set CONSOLIDATION_ARCHIVE_THRESHOLD / _DELETE_THRESHOLD"
@@ -180,5 +183,8 @@ def forgetting(archive_threshold: float, delete_threshold: float, interval_secon
         note = "on for runs asked by hand; not scheduled: set CONSOLIDATION_FORGET_INTERVAL_SECONDS"
     else:
         note = f"on: archive below {archive_threshold:g}, delete below {delete_threshold:g}"
+        if delete_after_archived_days > 0:
+            note += f" after {delete_after_archived_days:g} days archived"
     return {"enabled": enabled, "archive_threshold": archive_threshold, "delete_threshold": delete_threshold,
+            "delete_after_archived_days": delete_after_archived_days,
             "scheduled": enabled and interval_seconds > 0, "note": note}

@@ -18,6 +18,7 @@ from ..timeutil import epoch_seconds
 from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBERS_LEFT, NEXT_CHANGE, STAMP, TOUCH,
                       changed_after, ids_of, touched, without_bookkeeping)
 from .authors import AUTOMEM_SUMMARY_LABEL, RUN_LABEL, is_ours, mark
+from .report_pages import PAGE_LABEL
 from .control import control_node
 from .falkor import Falkor, booleans, chunked, floats
 
@@ -57,7 +58,7 @@ SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they ar
 INDEXES = (("Memory", "id"), ("RequestRecord", "key"), ("RequestRecord", "memory_id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
            ("Tombstone", "memory_id"), ("Tombstone", CHANGE), (RUN_LABEL, "id"), ("MergeRecord", "id"),
            ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"), ("Entity", "id"),
-           ("EntityMerge", "id"), ("EntityMerge", "alias_id"))
+           ("EntityMerge", "id"), ("EntityMerge", "alias_id"), (PAGE_LABEL, "run_id"))
 
 # A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
 # as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.
@@ -96,6 +97,7 @@ class ForgetInputs:
     restored: np.ndarray  # epoch seconds of the last restore (a fresh grace period), NaN if never
     merged: np.ndarray  # merged into another memory: it leaves with its canonical, never on its own score
     held_until: np.ndarray  # epoch seconds until which a restore holds it, NaN if never restored
+    archived_at: np.ndarray  # epoch seconds it was archived (the dwell before a deletion counts from it), or NaN
 
 
 @dataclass(frozen=True)
@@ -485,10 +487,10 @@ class GraphStore:
         columns = self._memories(
             f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}",
             f"{SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at, "
-            "m.merged_into IS NOT NULL, m.held_until", self.scoping.params(), lookup)
+            "m.merged_into IS NOT NULL, m.held_until, m.archived_at", self.scoping.params(), lookup)
         if not columns:
             empty, none = np.zeros(0), np.zeros(0, bool)
-            return ForgetInputs(_scoring_inputs([]), none, [], none, [], empty, none, empty)
+            return ForgetInputs(_scoring_inputs([]), none, [], none, [], empty, none, empty, empty)
         archived, merged = booleans(columns[SCORING_WIDTH]), booleans(columns[SCORING_WIDTH + 5])
         return ForgetInputs(
             scoring=_scoring_inputs(columns[:SCORING_WIDTH], ~archived & ~merged),
@@ -499,6 +501,7 @@ class GraphStore:
             restored=epoch_seconds(columns[SCORING_WIDTH + 4]),
             merged=merged,
             held_until=epoch_seconds(columns[SCORING_WIDTH + 6]),
+            archived_at=epoch_seconds(columns[SCORING_WIDTH + 7]),
         )
 
     def archive(self, ids: Sequence[str], archived_at: str, reasons: Mapping[str, str] | None = None) -> None:
@@ -511,6 +514,15 @@ class GraphStore:
             [[memory_id, reasons.get(memory_id)] for memory_id in ids],
             at=archived_at,
         )
+
+    def date_archives(self, node_ids: Sequence[int], ids: Sequence[str], archived_at: str) -> None:
+        """Give archived memories whose archived_at is missing or unreadable (imported so, or archived by another
+        writer) this one, by internal node id: the dwell before forget may delete them counts from it. No change
+        for the other tasks: nothing they read moved."""
+        self.falkor.write_chunks(
+            "UNWIND $rows AS row MATCH (m) WHERE id(m) = row[0] AND m.id = row[1] AND m.archived = true "
+            "AND m.merged_into IS NULL SET m.archived_at = $at",
+            [[int(node), memory_id] for node, memory_id in zip(node_ids, ids)], at=archived_at)
 
     def unarchive(self, memory_id: str, restored_at: str) -> bool:
         """Back from the archive (False: it was not archived, or is merged; another request restored it)."""

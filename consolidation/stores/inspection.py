@@ -174,7 +174,8 @@ class InspectionStore:
 
     def events_of(self, memory_id: str) -> list[dict[str, Any]]:
         """What happened to the memory, oldest first: created, merged (and undone), superseded, archived,
-        deleted and restored, each with when and the run that did it (the real run going on at that moment)."""
+        deleted and restored, and as a canonical each duplicate merged in (and taken back out by a restore),
+        each with when and the run that did it (the real run going on at that moment)."""
         events = []
         rows = self.falkor.records("MATCH (m:Memory {id: $id}) RETURN properties(m)", {"id": memory_id},
                                    read_only=True)
@@ -187,15 +188,32 @@ class InspectionStore:
         for merged_at, canonical, deleted_at in self.falkor.execute(
                 "MATCH (r:MergeRecord {duplicate_id: $id}) RETURN r.merged_at, r.canonical_id, r.deleted_at",
                 {"id": memory_id}, read_only=True):
-            events.append({"event": "merged", "at": merged_at, "detail": f"into {canonical}"})
+            events.append({"event": "merged", "at": merged_at, "detail": f"into {canonical}", "other_id": canonical})
             if deleted_at:
                 events.append({"event": "deleted with its canonical", "at": deleted_at, "detail": canonical})
         for deleted_at, reason in self.falkor.execute(
                 "MATCH (t:Tombstone {memory_id: $id}) RETURN t.deleted_at, t.reason", {"id": memory_id},
                 read_only=True):
             events.append({"event": "deleted", "at": deleted_at, "detail": reason})
+        events += self._merged_in(memory_id)
         events.sort(key=lambda e: str(e["at"]))
         return self._with_runs(events)
+
+    def _merged_in(self, memory_id: str) -> list[dict[str, Any]]:
+        """The duplicates merged into this memory as their canonical, each with its text as the merge recorded
+        it and the merge's reason, and the restores that took one back out."""
+        events = []
+        for duplicate_id, merged_at, reason, restored_at, recorded in self.falkor.records(
+                "MATCH (r:MergeRecord {canonical_id: $id}) WHERE r.state <> 'pending' "
+                "RETURN r.duplicate_id, r.merged_at, r.reason, r.restored_at, r.duplicate", {"id": memory_id},
+                read_only=True):
+            content = json.loads(recorded or "{}").get("properties", {}).get("content")
+            duplicate = {"other_id": duplicate_id, "other_content": content[:PREVIEW_CHARS] if content else None}
+            events.append({"event": "merged in", "at": merged_at, "detail": reason, **duplicate})
+            if restored_at:
+                events.append({"event": "merge undone", "at": restored_at, "detail": "the duplicate was restored",
+                               **duplicate})
+        return events
 
     def _with_runs(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Each event with the real run that was going on at its moment (none: an administrator or a client)."""

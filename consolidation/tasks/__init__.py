@@ -52,7 +52,7 @@ def incremental_version(task: str, settings: Settings) -> int:
         "decay": (DUE_VERSION, settings.consolidation_score_epsilon, settings.consolidation_decay_importance_threshold),
         "forget": (DUE_VERSION, settings.consolidation_archive_threshold, settings.consolidation_delete_threshold,
                    settings.consolidation_grace_period_days, settings.consolidation_protected_importance,
-                   sorted(settings.consolidation_protected_types)),
+                   sorted(settings.consolidation_protected_types), settings.consolidation_delete_after_archived_days),
     }.get(task, ())
     return zlib.crc32(repr(shape).encode())
 

@@ -65,7 +65,7 @@ def settle(ctx: TaskContext, dry_run: bool, ids: list[str], unit: np.ndarray, gr
         "updated": sum(1 for m, _ in changed if m.pattern_id is not None),
         "unchanged": len(matches) - len(changed),
         **capped("retired", retired, limit),
-        **capped("clusters", listing, limit),
+        "clusters": listing,
     }
 
 

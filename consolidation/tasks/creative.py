@@ -13,7 +13,7 @@ from ..rules import association_for
 from ..scoring import CANDIDATE_RELEVANCE
 from ..stores.graph import SampledMemory
 from ..timeutil import to_iso
-from .context import TaskContext, capped
+from .context import TaskContext
 
 log = logging.getLogger(__name__)
 MIN_RELEVANCE = CANDIDATE_RELEVANCE
@@ -67,7 +67,7 @@ def _associate(ctx: TaskContext, dry_run: bool, sample: list[SampledMemory], eli
         "pairs_compared": considered,
         "pairs_already_linked": len(linked),
         "by_kind": dict(Counter(e["props"]["kind"] for e in edges)),
-        **capped("edges", [_public(e) for e in edges], ctx.settings.consolidation_report_limit),
+        "edges": [_public(e) for e in edges],
     }
 
 

@@ -27,7 +27,7 @@ from ..similarity import Pairs, normalized
 from ..stores.hygiene import HygieneInputs, PlannedMerge
 from ..stores.verdicts import VerdictCache
 from ..timeutil import epoch_seconds, to_iso
-from .context import TaskContext, capped, positions_in
+from .context import TaskContext, positions_in
 
 # What one run may write: contradictions per memory (earlier runs' counted) and in all; the rest are counted.
 CONTRADICTIONS_PER_MEMORY = 3
@@ -63,7 +63,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         judged, asked, judge = find_merges(ctx, partial(judge_all, ctx, candidates, pairs, unit), judge, dry_run)
         merges = judged.merges
         similar, apart_total = len(pairs.rows), len(judged.kept_apart.rows)
-        # Only the report's sample of these is shown: at a million memories each list of pairs is 250 MB.
+        # Only the report's sample of these is shown, and paged: they are not decisions, at a million memories
+        # each list of pairs is 250 MB, and wording each one's reason would take longer than the pass.
         kept_apart = judged.kept_apart.first(ctx.settings.consolidation_report_limit, len(candidates))
         del pairs, judged
         if not dry_run:
@@ -140,9 +141,8 @@ def ask_model(ctx: TaskContext, grey: list[GreyPair], question: Question, name: 
         return None
     outcome = model.settle(grey, dry_run=dry_run)
     report = {name: {**outcome.counts(), "model": model.model},
-              **capped(f"{name}_would_ask", [{"first": p.first, "second": p.second,
-                                               "similarity": round(p.similarity, 6)} for p in outcome.would_ask],
-                       ctx.settings.consolidation_report_limit)}
+              f"{name}_would_ask": [{"first": p.first, "second": p.second, "similarity": round(p.similarity, 6)}
+                                    for p in outcome.would_ask]}
     return Settled(outcome.verdicts, lambda first, second: pair_key(model.model, first, second, question)), report
 
 
@@ -293,12 +293,12 @@ def report_of(ctx, processed, similar, merges, supersessions, contradictions, ke
         "memories_processed": processed,
         "similar_pairs": similar,
         "merged": sum(len(m.duplicates) for m in merges),
-        **capped("merges", [{"into": m.into, "duplicates": list(m.duplicates), "similarity": m.similarity,
-                             "reason": m.reason} for m in merges], limit),
-        **capped("supersessions", [{"newer": s.newer, "older": s.older, "confidence": s.confidence,
-                                    "reason": s.reason} for s in supersessions], limit),
-        **capped("contradictions", [{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
-                                    for c in contradictions], limit),
+        "merges": [{"into": m.into, "duplicates": list(m.duplicates), "similarity": m.similarity,
+                    "reason": m.reason} for m in merges],
+        "supersessions": [{"newer": s.newer, "older": s.older, "confidence": s.confidence, "reason": s.reason}
+                          for s in supersessions],
+        "contradictions": [{"a": c.a, "b": c.b, "confidence": c.confidence, "reason": c.reason}
+                           for c in contradictions],
         "kept_apart": [_apart(candidates, int(a), int(b), float(similarity), judge) for a, b, similarity in
                        zip(*apart.first(limit, len(candidates)))],
         "judge": judge.describe(),

@@ -12,7 +12,7 @@ from ..entities.groups import EntityRow, alias_groups, candidate_pairs
 from ..entities.names import Evidence
 from ..stores.entities import EntityStore
 from ..timeutil import to_iso
-from .context import TaskContext, capped
+from .context import TaskContext
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
              for g in groups]
     return {"entities_processed": len(entities), "pairs_judged": judged, "merged": len(merges),
             "interrupted_merges_completed": completed,
-            **capped("groups", shown, ctx.settings.consolidation_report_limit)}
+            "groups": shown}
 
 
 def _evidence(ctx: TaskContext, store: EntityStore, entities: list[EntityRow], pairs: list[tuple[int, int]]):

@@ -1,5 +1,6 @@
 """Controlled forgetting: archive, then delete, only unprotected memories whose relevance fell below a threshold
-(judging every memory in a full pass; in an incremental one, those whose turn could have come). A merged
+(judging every memory in a full pass; in an incremental one, those whose turn could have come). A memory below the
+delete line is archived first and deleted once archived for CONSOLIDATION_DELETE_AFTER_ARCHIVED_DAYS. A merged
 duplicate leaves with its canonical; a memory a restore holds stays."""
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from ..memory import graph_float
-from ..rules import ForgetDecision, ForgetPolicy, forget_decisions, forget_due
+from ..rules import ForgetDecision, ForgetPolicy, deletable_from, forget_decisions, forget_due
 from ..scoring import DEFAULT_IMPORTANCE, as_stored, changed, current_relevance, relevance_due
 from ..stores.graph import ScoringInputs
-from ..timeutil import SECONDS_PER_DAY, days_between, to_iso
+from ..timeutil import SECONDS_PER_DAY, days_between, iso_texts, to_iso
 from .context import TaskContext
 from .dues import fell_back, keep_dues, lookup_for
 
@@ -28,6 +29,7 @@ def policy_of(settings) -> ForgetPolicy:
         grace_period_days=settings.consolidation_grace_period_days,
         protected_importance=settings.consolidation_protected_importance,
         protected_types=frozenset(settings.consolidation_protected_types),
+        delete_after_archived_days=settings.consolidation_delete_after_archived_days,
     )
 
 
@@ -35,7 +37,8 @@ def policy_of(settings) -> ForgetPolicy:
 class Judgement:
     """What one pass decided: the memories to archive and delete (with their reasons), every decision listed
     (`acting`: archive and delete, a merged duplicate leaving with its canonical among them; `shielded`: below a
-    line but protected), and which stored scores it rewrites."""
+    line but protected), the archived memories waiting out the dwell before their deletion, and which stored
+    scores it rewrites."""
 
     acting: list[ForgetDecision]
     shielded: list[ForgetDecision]
@@ -47,6 +50,11 @@ class Judgement:
     stored: np.ndarray  # the relevance as written: capped for a memory not current (archived now among them)
     grace_from: np.ndarray
     scoring: ScoringInputs
+    position: dict[str, int]  # each memory read by id
+    archived_since: np.ndarray  # epoch second each is archived since, after this pass (NaN: active or merged)
+    undated: np.ndarray  # positions of archived memories without a readable archived_at: dated now
+    deletable_at: np.ndarray  # epoch second each unprotected memory below the delete line may go (NaN: none)
+    awaiting: np.ndarray  # positions of archived memories below the delete line within the dwell, soonest first
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
@@ -59,27 +67,46 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     policy = policy_of(settings)
     judged = judge(ctx, policy, inputs)
     limit = settings.consolidation_report_limit
-    # Listed before anything is deleted: the texts are read from the memories.
-    listed = {"decisions": _public(ctx, judged.acting[:limit]), "protections": _public(ctx, judged.shielded[:limit])}
+    # Every decision is listed (the engine keeps the lists to be paged, the run record their first `limit`), those
+    # first ones with their texts, read before anything is deleted; a page of the report reads the others' texts.
+    listed = {"decisions": _public(ctx, judged, judged.acting, limit),
+              "protections": _public(ctx, judged, judged.shielded, limit),
+              "awaiting_deletion": _public(ctx, judged, _awaiting(policy, judged, ctx.now, judged.awaiting.size),
+                                           limit)}
     purged = 0
     if not dry_run:
         _apply(ctx, judged)
         purged = ctx.lifecycle.purge_expired(ctx.now, settings.consolidation_tombstone_retention_days)
         keep_dues(ctx, "forget", lookup, inputs.scoring.node_ids, _due(ctx, policy, inputs, judged))
     ctx.progress(count, count)
+    awaiting = int(judged.awaiting.size)
     return {
         **fell_back(fallback),
+        **_switch(policy),
         "memories_processed": count,
         "archived": len(judged.to_archive),
         "deleted": len(judged.to_delete),
         "deleted_with_canonical": judged.leaving,
         "protected": len(judged.shielded),
-        "kept": max(0, count - len(judged.acting) - len(judged.shielded)),
+        "awaiting_deletion_total": awaiting,
+        "kept": max(0, count - len(judged.acting) - len(judged.shielded) - awaiting),
         "interrupted_deletions_completed": completed,
         "tombstones_purged": purged,
         "decisions": listed["decisions"], "decisions_total": len(judged.acting),
         "protections": listed["protections"], "protections_total": len(judged.shielded),
+        "awaiting_deletion": listed["awaiting_deletion"],
     }
+
+
+def _switch(policy: ForgetPolicy) -> dict[str, Any]:
+    """Whether forgetting is on, and with what dwell; when off, a note that says so (a report of only "kept N"
+    reads as if nothing were below a line)."""
+    switch = {"forgetting_enabled": policy.enabled, "delete_after_archived_days": policy.delete_after_archived_days}
+    if not policy.enabled:
+        switch["forgetting_note"] = ("forgetting is off: CONSOLIDATION_ARCHIVE_THRESHOLD and "
+                                     "CONSOLIDATION_DELETE_THRESHOLD are both 0, so nothing is archived or deleted; "
+                                     "set them to turn it on")
+    return switch
 
 
 def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
@@ -91,10 +118,12 @@ def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
     relevance = current_relevance(scoring, ctx.now)
     # A restore starts a fresh grace period: the age that protects a memory counts from the later of the two.
     grace_from = np.fmax(scoring.created, inputs.restored)
+    archived_since, undated = _archived_since(inputs, ctx.now.timestamp())
     decisions = forget_decisions(
         policy, scoring.ids, relevance, inputs.archived, days_between(grace_from, ctx.now),
         scoring.importance, inputs.types, inputs.protected, inputs.protected_reasons,
         merged=inputs.merged, days_held=(inputs.held_until - ctx.now.timestamp()) / SECONDS_PER_DAY,
+        days_archived=days_between(archived_since, ctx.now),
     )
     acting = [d for d in decisions if d.action != "protect"]
     at = {memory_id: i for i, memory_id in enumerate(scoring.ids)}
@@ -113,12 +142,38 @@ def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
     acted = np.zeros(len(scoring), bool)
     acted[[at[d.memory_id] for d in acting]] = True
     rescored = np.flatnonzero(stale | acted) if policy.enabled else np.zeros(0, np.int64)
+    shielding = np.zeros(len(scoring), bool)
+    shielding[[at[d.memory_id] for d in shielded]] = True
+    archived_since = np.where(archiving, ctx.now.timestamp(), archived_since)
+    deletable_at = _deletable(policy, relevance, archived_since, ~inputs.merged & ~shielding, ctx.now.timestamp())
+    # Below the delete line, archived (before this pass) and neither protected nor deleted now: the dwell.
+    waiting = np.flatnonzero(np.isfinite(deletable_at) & inputs.archived & ~acted)
     return Judgement(
         acting=acting + leaving, shielded=shielded,
         to_archive={d.memory_id: d.reason for d in acting if d.action == "archive"},
         to_delete={d.memory_id: d.reason for d in acting + leaving if d.action == "delete"},
         leaving=len(leaving), rescored=rescored, relevance=relevance, stored=stored, grace_from=grace_from,
-        scoring=scoring)
+        scoring=scoring, position=at, archived_since=archived_since,
+        undated=np.flatnonzero(undated & ~acted) if policy.enabled else np.zeros(0, np.int64),
+        deletable_at=deletable_at, awaiting=waiting[np.argsort(deletable_at[waiting], kind="stable")])
+
+
+def _deletable(policy: ForgetPolicy, relevance: np.ndarray, archived_since: np.ndarray, judged_alone: np.ndarray,
+               now: float) -> np.ndarray:
+    """The epoch second from which each memory below the delete line, unprotected and judged on its own score
+    (`judged_alone`), may be deleted (NaN for the others): its archive time plus the dwell, or now for an active
+    one (without a dwell, deleted at once)."""
+    since = np.where(np.isnan(archived_since), now, archived_since)
+    return np.where((relevance < policy.delete_threshold) & judged_alone, deletable_from(policy, since), np.nan)
+
+
+def _archived_since(inputs, now: float) -> tuple[np.ndarray, np.ndarray]:
+    """The epoch second each archived memory was archived (NaN: active or merged, whose own score decides
+    nothing), and which carry no readable archived_at: their dwell counts from now, the time forget found them
+    archived (a real run records it), so none is deleted before it was seen archived for the whole dwell."""
+    archived = inputs.archived & ~inputs.merged
+    undated = archived & np.isnan(inputs.archived_at)
+    return np.where(archived, np.where(undated, now, inputs.archived_at), np.nan), undated
 
 
 def _apply(ctx: TaskContext, judged: Judgement) -> None:
@@ -130,16 +185,46 @@ def _apply(ctx: TaskContext, judged: Judgement) -> None:
     if judged.to_archive:
         ctx.graph.archive(list(judged.to_archive), to_iso(ctx.now), judged.to_archive)
         ctx.vectors.set_archived(list(judged.to_archive), True)
+    if judged.undated.size:
+        ctx.graph.date_archives(scoring.node_ids[judged.undated], [scoring.ids[i] for i in judged.undated],
+                                to_iso(ctx.now))
     ctx.lifecycle.delete(judged.to_delete, ctx.now)
 
 
-def _public(ctx: TaskContext, decisions: list[ForgetDecision]) -> list[dict[str, Any]]:
-    """Each decision as a report shows it: with the start of the memory's text and the relevance it was
-    judged by (null for a duplicate leaving with its canonical: its own score decided nothing)."""
-    texts = ctx.graph.memory_contents([d.memory_id for d in decisions])
+def _awaiting(policy: ForgetPolicy, judged: Judgement, now, limit: int) -> list[ForgetDecision]:
+    """The first `limit` archived memories waiting out the dwell before their deletion, soonest first."""
+    rows = judged.awaiting[:limit]
+    days = days_between(judged.archived_since[rows], now)
+    return [ForgetDecision(
+        judged.scoring.ids[i], "await",
+        f"relevance {judged.relevance[i]:.4f} < delete threshold {policy.delete_threshold}, archived "
+        f"{archived:.1f} of the {policy.delete_after_archived_days:g} days before it may be deleted",
+        float(judged.relevance[i])) for i, archived in zip(rows.tolist(), days.tolist())]
+
+
+def _public(ctx: TaskContext, judged: Judgement, decisions: list[ForgetDecision],
+            with_text: int) -> list[dict[str, Any]]:
+    """Each decision as a report shows it: the first `with_text` with the start of the memory's text (at a million
+    decisions, reading every text would take longer than the pass), the relevance it was judged by
+    (null for a duplicate leaving with its canonical: its own score decided nothing) and, below the delete line
+    and unprotected, when it may be deleted (`deletable_at`: its archive time, or now if archived now, plus
+    the dwell)."""
+    texts = ctx.graph.memory_contents([d.memory_id for d in decisions[:with_text]])
+    deletable = _deletable_texts(judged, decisions)
     return [{"memory_id": d.memory_id, "action": d.action, "reason": d.reason,
              "relevance": None if np.isnan(d.relevance_score) else graph_float(d.relevance_score),
-             "content": (texts.get(d.memory_id) or "")[:DECISION_TEXT_CHARS]} for d in decisions]
+             "deletable_at": deletable[i],
+             **({"content": (texts.get(d.memory_id) or "")[:DECISION_TEXT_CHARS]} if i < with_text else {})}
+            for i, d in enumerate(decisions)]
+
+
+def _deletable_texts(judged: Judgement, decisions: list[ForgetDecision]) -> list[str | None]:
+    """Each decision's deletable_at as the report spells it (None: not below the delete line, protected, or a
+    duplicate leaving with its canonical, which may not have been read)."""
+    rows = np.fromiter((judged.position.get(d.memory_id, -1) for d in decisions), np.int64, len(decisions))
+    moments = np.full(rows.size, np.nan)
+    moments[rows >= 0] = judged.deletable_at[rows[rows >= 0]]
+    return iso_texts(moments)
 
 
 def _scored_by_forget(ctx: TaskContext, inputs, archived: np.ndarray) -> np.ndarray:
@@ -154,13 +239,14 @@ def _scored_by_forget(ctx: TaskContext, inputs, archived: np.ndarray) -> np.ndar
 def _due(ctx: TaskContext, policy: ForgetPolicy, inputs, judged: Judgement) -> np.ndarray:
     """rules.forget_due for each memory read, as it is after this pass: the threshold that applies is the
     archive one until it is archived (the higher one, if the delete threshold is set above it), then the delete
-    one; a memory deleted now is never due. A memory whose score only forget keeps current (archived, or under
-    decay's importance threshold) is due too when its stored score goes stale."""
+    one, once the dwell since it was archived is over; a memory deleted now is never due. A memory whose score
+    only forget keeps current (archived, or under decay's importance threshold) is due too when its stored score
+    goes stale."""
     scoring, now = inputs.scoring, ctx.now
     archived = inputs.archived | np.fromiter((i in judged.to_archive for i in scoring.ids), bool, len(scoring))
     threshold = np.where(archived, policy.delete_threshold, max(policy.archive_threshold, policy.delete_threshold))
     due = forget_due(policy, relevance_due(scoring, now, threshold), judged.grace_from, scoring.importance,
-                     inputs.types, inputs.protected, inputs.held_until)
+                     inputs.types, inputs.protected, inputs.held_until, judged.archived_since)
     if policy.enabled:
         stored = scoring.relevance.copy()
         stored[judged.rescored] = judged.stored[judged.rescored]

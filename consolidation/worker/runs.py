@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from ..engine import ConsolidationEngine, Run
 from ..errors import NoWorker, RunInProgress
-from ..timeutil import parse_iso, to_iso
+from ..timeutil import to_iso
 from .queue import QueuedRun, RunQueue
 
 FINISHED = frozenset({"succeeded", "failed", "cancelled", "abandoned"})
@@ -24,7 +24,8 @@ class Runner(Protocol):
     def start(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None,
               full: bool, incremental: bool) -> Run: ...
 
-    def wait(self, run: Run) -> dict[str, Any]: ...
+    def wait(self, run: Run) -> dict[str, Any]:
+        """The finished run's record (GET /consolidate/runs/<id>'s shape)."""
 
     def detach(self, run: Run) -> str:
         """Let the run go on without the caller; the state to report now (running or queued)."""
@@ -72,11 +73,11 @@ class QueuedRuns:
         return run
 
     def wait(self, run: Run) -> dict[str, Any]:
-        """The finished run's answer, the same as an inline run's; the request only sleeps meanwhile."""
+        """The finished run's record, as an inline run answers it; the request only sleeps meanwhile."""
         while True:
             record = self.engine.get_run(run.id) or {}
             if record.get("state") in FINISHED:
-                return answer_of(record)
+                return record
             if record.get("state") == "queued" and not self.queue.workers():
                 self._await_a_worker()
             time.sleep(POLL_SECONDS)
@@ -93,14 +94,3 @@ class QueuedRuns:
                                "its own; see its log)")
             time.sleep(POLL_SECONDS * 5)
 
-
-def answer_of(record: dict[str, Any]) -> dict[str, Any]:
-    """A finished run's record in the shape POST /consolidate with wait answers."""
-    started, finished = record.get("started_at"), record.get("finished_at")
-    duration = (parse_iso(finished) - parse_iso(started)).total_seconds() if started and finished else 0.0
-    return {"run_id": record["run_id"], "graph": record.get("graph"), "trigger": record.get("trigger"),
-            "dry_run": bool(record.get("dry_run")), "tasks": record.get("tasks") or [],
-            **({"scope": record["scope"]} if record.get("scope") else {}),
-            "started_at": started, "finished_at": finished, "duration_seconds": round(duration, 3),
-            "success": record.get("state") == "succeeded", "cancelled": record.get("state") == "cancelled",
-            "results": record.get("result") or {}}

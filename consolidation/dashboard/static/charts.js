@@ -1,4 +1,7 @@
-// The three charts, drawn with the vendored Chart.js (window.Chart) from what the JSON routes answer.
+// The charts, drawn with the vendored Chart.js (window.Chart) from what the JSON routes answer. Each has one
+// y-axis with one meaning, and no two of its time labels read the same.
+
+import { count, duration } from "./format.js";
 
 export const TASKS = ["decay", "dedup", "creative", "cluster", "forget"];
 const TASK_COLOURS = { decay: "#4e79a7", dedup: "#f28e2b", creative: "#59a14f", cluster: "#b07aa1", forget: "#e15759" };
@@ -41,7 +44,7 @@ export function drawTimeline(canvas, runs) {
       scales: { x: timeAxis(Object.values(segments).flat().flatMap((segment) => segment.x)), y: { type: "category" } },
       plugins: {
         legend: { position: "bottom" },
-        tooltip: { callbacks: { label: (item) => `${item.raw.y}: ${item.raw.seconds} s (run ${item.raw.run.slice(0, 8)})` } },
+        tooltip: { callbacks: { label: (item) => `${item.raw.y}: ${duration(item.raw.seconds)} (run ${item.raw.run.slice(0, 8)})` } },
       },
     },
   });
@@ -81,7 +84,7 @@ export function drawDurations(canvas, runs) {
       },
       plugins: {
         legend: { position: "bottom" },
-        tooltip: { callbacks: { label: (item) => `${item.dataset.label}: ${item.raw.y} s${item.raw.dry ? " (dry run)" : ""}` } },
+        tooltip: { callbacks: { label: (item) => `${item.dataset.label}: ${duration(item.raw.y)}${item.raw.dry ? " (dry run)" : ""}` } },
       },
     },
   });
@@ -89,29 +92,67 @@ export function drawDurations(canvas, runs) {
 
 const STATE_COLOURS = { active: "#59a14f", archived: "#edc948", merged: "#f28e2b", deleted: "#e15759" };
 
-/** GET /consolidate/trends: lines of how many memories are in each state after each real run, and bars of
- *  what each run merged and deleted. */
+/** GET /consolidate/trends: one line per state, how many memories were in it after each real run. */
 export function drawTrends(canvas, points) {
-  const labels = points.map((point) => (point.started_at ?? "").slice(5, 16).replace("T", " "));
   const states = Object.keys(STATE_COLOURS).map((state) => ({
-    type: "line", label: state, data: points.map((point) => point.counts?.[state] ?? null), yAxisID: "memories",
+    type: "line", label: state, data: points.map((point) => point.counts?.[state] ?? null),
     borderColor: STATE_COLOURS[state], backgroundColor: STATE_COLOURS[state], tension: 0, spanGaps: true,
   }));
-  const decisions = [["merged", "#b07aa1"], ["deleted", "#9c755f"], ["failures", "#ff0000"]].map(([name, colour]) => ({
-    type: "bar", label: `${name} in the run`, data: points.map((point) => point[name]), yAxisID: "decisions",
-    backgroundColor: colour,
-  }));
   return replaceChart(canvas, {
-    data: { labels, datasets: [...states, ...decisions] },
+    type: "line",
+    data: { labels: runLabels(points), datasets: states },
+    options: { ...common(), scales: runScales("memories"),
+      plugins: { legend: { position: "bottom" }, tooltip: { callbacks: { label: countLabel } } } },
+  });
+}
+
+const DECISION_COLOURS = { merged: "#b07aa1", archived: "#edc948", deleted: "#9c755f" };
+
+/** GET /consolidate/trends: what each real run did, in memories it merged, archived and deleted (on a scale of
+ *  their own: a few deletions are not drawn against tens of thousands of memories); failures in its tooltip. */
+export function drawDecisions(canvas, points) {
+  return replaceChart(canvas, {
+    type: "bar",
+    data: {
+      labels: runLabels(points),
+      datasets: Object.entries(DECISION_COLOURS).map(([name, colour]) => ({
+        label: `${name} in the run`, data: points.map((point) => point[name]), backgroundColor: colour,
+      })),
+    },
     options: {
-      ...common(),
-      scales: {
-        memories: { position: "left", beginAtZero: true, title: { display: true, text: "memories" } },
-        decisions: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, ticks: { precision: 0 } },
-      },
-      plugins: { legend: { position: "bottom" } },
+      ...common(), scales: runScales("memories changed"),
+      plugins: { legend: { position: "bottom" }, tooltip: { callbacks: { label: countLabel,
+        footer: ([item]) => (item && points[item.dataIndex].failures
+          ? `${count(points[item.dataIndex].failures)} task(s) failed` : "") } } },
     },
   });
+}
+
+function countLabel(item) {
+  return `${item.dataset.label}: ${count(item.raw)}`;
+}
+
+/** A category axis of runs (one label each, none at the chart's very edge) over a y-axis of counts named by
+ *  `meaning`. */
+function runScales(meaning) {
+  return {
+    x: { offset: true, title: { display: true, text: "run started (UTC)" } },
+    y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: meaning } },
+  };
+}
+
+/** Each run's start as a label no other run shares: to the minute when that tells them apart, else to the
+ *  second or the millisecond; runs started at the same moment are numbered. */
+function runLabels(points) {
+  const moments = points.map((point) => {
+    const moment = new Date(point.started_at ?? NaN);
+    return Number.isNaN(moment.getTime()) ? "????-??-??T??:??:??.???" : moment.toISOString();
+  });
+  for (const end of [16, 19, 23]) {
+    const labels = moments.map((iso) => iso.slice(5, end).replace("T", " "));
+    if (new Set(labels).size === labels.length) return labels;
+  }
+  return moments.map((iso, index) => `${iso.slice(5, 23).replace("T", " ")} #${index + 1}`);
 }
 
 /** The relevance histogram: one bar per bucket of the route's answer. */
@@ -144,19 +185,27 @@ function common() {
   return { animation: false, responsive: true, maintainAspectRatio: false };
 }
 
-/** A linear axis of epoch milliseconds spanning `moments` (a bar chart would otherwise start it at 0, 1970). */
+/** A linear axis of epoch milliseconds spanning `moments` (a bar chart would otherwise start it at 0, 1970).
+ *  Its ticks are evenly spaced (the axis's own ends are no ticks) and written as precisely as their spacing
+ *  needs, so no two read the same. */
 function timeAxis(moments) {
   const axis = { type: "linear", beginAtZero: false, title: { display: true, text: "time (UTC)" } };
   if (!moments.length) return axis;
   const first = Math.min(...moments);
   const last = Math.max(...moments);
   const margin = Math.max((last - first) * 0.05, 500);
-  // Within a day the time of day says enough; over longer spans the date comes first.
-  const slice = last - first > 86400000 ? [5, 16] : [11, 19];
+  const withDate = last - first > 86400000; // within a day the time of day says enough
   return {
     ...axis, min: first - margin, max: last + margin,
-    ticks: { maxTicksLimit: 7, callback: (value) => new Date(value).toISOString().slice(...slice).replace("T", " ") },
+    ticks: { maxTicksLimit: 7, includeBounds: false, callback: (value, index, ticks) =>
+      timeTick(value, ticks.length > 1 ? ticks[1].value - ticks[0].value : 60000, withDate) },
   };
+}
+
+/** Epoch milliseconds to the minute, second or millisecond: the coarsest that ticks `step` apart tell apart. */
+function timeTick(value, step, withDate) {
+  const end = step >= 60000 ? 16 : step >= 1000 ? 19 : 23;
+  return new Date(value).toISOString().slice(withDate ? 5 : 11, end).replace("T", " ");
 }
 
 function replaceChart(canvas, config) {

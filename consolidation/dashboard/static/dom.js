@@ -16,17 +16,20 @@ export function el(tag, props = {}, ...children) {
   return node;
 }
 
-/** Replace a table's body with one row per item; `cells(item)` gives each row's cells (text or nodes). */
+/** Replace a table's body with one row per item; `cells(item)` gives each row's cells (text or nodes). Each cell
+ *  carries its column's name, which a narrow screen shows beside it when rows wrap into cards (dashboard.css). */
 export function fillRows(table, items, cells, empty = "nothing yet") {
   const body = table.tBodies[0];
-  const columns = table.tHead.rows[0].cells.length;
+  const headings = [...table.tHead.rows[0].cells].map((heading) => heading.textContent.trim());
+  if (!table.classList.contains("keep-columns")) table.classList.add("stacks");
   body.replaceChildren();
   if (!items.length) {
-    body.append(el("tr", { className: "empty" }, el("td", { colspan: columns, text: empty })));
+    body.append(el("tr", { className: "empty" }, el("td", { colspan: headings.length, text: empty })));
     return;
   }
   for (const item of items) {
-    body.append(el("tr", {}, ...cells(item).map((cell) => el("td", {}, cell instanceof Node ? cell : text(cell)))));
+    body.append(el("tr", {}, ...cells(item).map((cell, index) => el("td", { dataset: { label: headings[index] } },
+      cell instanceof Node ? cell : text(cell)))));
   }
 }
 

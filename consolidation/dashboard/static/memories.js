@@ -1,10 +1,11 @@
-// Memories: the relevance histogram, clusters, merges, supersessions, graph vs Qdrant drift, the archived,
-// merged and deleted memories with their restore buttons, and one memory opened (its Supersede and Forget
-// buttons come from updates.js).
+// Memories: one memory found and opened (its history, merges into it included; its Supersede and Forget
+// buttons come from updates.js), the relevance histogram, clusters, merges, supersessions, graph vs Qdrant drift,
+// and the archived, merged and deleted memories with their restore buttons.
 
 import { get, post } from "./api.js";
 import { bucketLabel, drawRelevance } from "./charts.js";
 import { el, fillFacts, fillRows, memoryCell, notify, shortId, when } from "./dom.js";
+import { count, relevance } from "./format.js";
 import { Pager } from "./pager.js";
 import { showActions } from "./updates.js";
 
@@ -13,7 +14,10 @@ const pagerFor = (name) => document.querySelector(`.pager[data-for="${name}"]`);
 const PAGE = 10;
 const BINS = 10;
 
-let restorableKind = "archived";
+let restorableKind = ""; // "": every kind in one list (archived, merged, deleted), as the route answers without one
+// A memory's events as its history table words them (the others read as the route names them).
+const EVENTS = { merged: "merged into another", "merged in": "a duplicate merged into it",
+  "merge undone": "that duplicate restored" };
 let onRestored = () => {};
 
 export function setUp(restored) {
@@ -52,8 +56,7 @@ async function lookUp(query) {
     const found = await get("/memories/search", { q: query, limit: 20 });
     const table = $("found-table");
     fillRows(table, found.items, (memory) => [
-      memoryCell(memory.memory_id, memory.content), memory.state,
-      memory.relevance_score === null ? null : Number(memory.relevance_score).toFixed(4),
+      memoryCell(memory.memory_id, memory.content), memory.state, relevance(memory.relevance_score),
       el("button", { type: "button", className: "open-memory", dataset: { memoryId: memory.memory_id },
         text: "Open", onclick: () => openMemory(memory.memory_id) }),
     ], `no memory holds "${query}"`);
@@ -83,7 +86,7 @@ async function openMemory(memoryId) {
                         ["why", memory.reason ?? "–"], ["restorable until", when(memory.restorable_until)]]);
     } else if (memory) {
       fillFacts(facts, [
-        ["state", memory.state], ["text", memory.content], ["relevance", Number(memory.relevance_score).toFixed(4)],
+        ["state", memory.state], ["text", memory.content], ["relevance", relevance(memory.relevance_score)],
         ["merged into", memory.merged_into ?? "–"], ["superseded by", memory.superseded_by ?? "–"],
         ["held until", memory.held_until ? when(memory.held_until) : "–"],
       ]);
@@ -103,26 +106,34 @@ async function openMemory(memoryId) {
     [edge.kind, edge.reason].filter(Boolean).join(": "),
   ], "no edges");
   fillRows($("events-table"), detail.events, (event) => [
-    when(event.at), event.event, event.detail, event.run_id ? shortId(event.run_id) : "–",
+    when(event.at), EVENTS[event.event] ?? event.event, eventDetail(event), event.run_id ? shortId(event.run_id) : "–",
   ], "nothing happened to it yet");
   $("edges-table").hidden = $("events-table").hidden = false;
+}
+
+/** An event's detail: the other memory of a merge by its text (with the merge's reason), else the route's words. */
+function eventDetail(event) {
+  if (!event.other_id) return event.detail;
+  if (event.event === "merged") return el("span", {}, "into ", memoryCell(event.other_id, event.other_content));
+  return el("div", {}, memoryCell(event.other_id, event.other_content),
+    el("div", { className: "muted", text: event.detail ?? "" }));
 }
 
 export async function loadRelevance() {
   const histogram = await get("/memories/relevance-histogram", { bins: BINS });
   $("relevance-summary").textContent =
-    `${histogram.scored} active memories by their stored relevance` +
-    (histogram.unscored ? `; ${histogram.unscored} not scored yet.` : ".");
+    `${count(histogram.scored)} active memories by their stored relevance` +
+    (histogram.unscored ? `; ${count(histogram.unscored)} not scored yet.` : ".");
   drawRelevance($("relevance-chart"), histogram);
-  fillRows($("relevance-table"), histogram.buckets, (bucket) => [bucketLabel(bucket), bucket.count]);
+  fillRows($("relevance-table"), histogram.buckets, (bucket) => [bucketLabel(bucket), count(bucket.count)]);
 }
 
 /** Counts of both stores, from GET /consolidate/status. */
 export function showStoreCounts(counts) {
   fillFacts($("drift-counts"), [
-    ["memories in the graph", counts.graph_memories],
-    ["points in Qdrant", counts.vector_points],
-    ["in step", counts.in_sync ? "yes" : `no (difference ${counts.difference})`],
+    ["memories in the graph", count(counts.graph_memories)],
+    ["points in Qdrant", count(counts.vector_points)],
+    ["in step", counts.in_sync ? "yes" : `no (difference ${count(counts.difference)})`],
   ]);
 }
 
@@ -145,7 +156,7 @@ async function checkDrift() {
 
 const clustersPager = new Pager(pagerFor("clusters"), PAGE, (limit, offset) => get("/clusters", { limit, offset }),
   (page) => fillRows($("clusters-table"), page.items, (cluster) => [
-    cluster.summary, cluster.size, cluster.dominant_type, cluster.summary_method, when(cluster.updated_at),
+    cluster.summary, count(cluster.size), cluster.dominant_type, cluster.summary_method, when(cluster.updated_at),
   ], "no clusters yet"));
 
 const mergesPager = new Pager(pagerFor("merges"), PAGE, (limit, offset) => get("/hygiene/merges", { limit, offset }),
@@ -174,16 +185,18 @@ function restorableText() {
 }
 
 const restorablePager = new Pager(pagerFor("restorable"), PAGE,
-  (limit, offset) => get("/memories/restorable", { kind: restorableKind, limit, offset, ...restorableText() }),
+  (limit, offset) => get("/memories/restorable", { ...(restorableKind ? { kind: restorableKind } : {}), limit, offset,
+    ...restorableText() }),
   (page) => fillRows($("restorable-table"), page.items, (memory) => [
     memoryCell(memory.memory_id, memory.content),
+    memory.kind,
     memory.type,
     when(memory.since),
     memory.reason,
-    memory.relevance_score === null ? null : Number(memory.relevance_score).toFixed(4),
+    relevance(memory.relevance_score),
     el("button", { type: "button", className: "restore", dataset: { memoryId: memory.memory_id }, text: "Restore",
       onclick: () => restore(memory) }),
-  ], `no ${restorableKind} memories`));
+  ], `no ${restorableKind || "archived, merged or deleted"} memories`));
 
 async function restore(memory) {
   if (!window.confirm(`Restore memory ${shortId(memory.memory_id)} (${memory.kind})? It becomes active again.`)) return;

@@ -3,6 +3,7 @@
 
 import { post } from "./api.js";
 import { el, memoryCell, notify, shortId, text } from "./dom.js";
+import { relevance } from "./format.js";
 
 const $ = (id) => document.getElementById(id);
 let latest = 0;
@@ -56,7 +57,7 @@ function showHits(list, hits, extraLine) {
 
 function factsOf(hit) {
   const facts = [hit.type, `similarity ${hit.similarity.toFixed(3)}`,
-    `relevance ${hit.relevance === null ? "–" : hit.relevance.toFixed(4)}`, hit.state];
+    `relevance ${relevance(hit.relevance)}`, hit.state];
   // In current mode a memory standing in for a superseded hit is ranked where that hit ranked.
   if (hit.ranked_by_similarity !== null && hit.ranked_by_similarity !== undefined
       && hit.ranked_by_similarity !== hit.similarity) {

@@ -2,13 +2,19 @@
 // current run's progress, the run history (timeline, durations, table) and the forget preview.
 
 import { get, post } from "./api.js";
-import { TASKS, drawDurations, drawTimeline, drawTrends } from "./charts.js";
+import { TASKS, drawDecisions, drawDurations, drawTimeline, drawTrends } from "./charts.js";
 import { el, fillFacts, fillRows, memoryCell, notify, shortId, when } from "./dom.js";
+import { duration, relevance } from "./format.js";
 import { Pager } from "./pager.js";
+import { itemDetails, itemMemories, listHeading, rawJson, reportFacts } from "./reports.js";
 
 const $ = (id) => document.getElementById(id);
 const FOLLOW_EVERY_MS = 500;
 const CHART_RUNS = 100; // the service keeps the newest 100 runs
+const FORGET_PAGE = 50; // decisions a page of the forget preview shows
+const REPORT_PAGE = 20; // items a page of each list of an opened run shows
+// The forget preview's lists, shown one after the other as one list.
+const FORGET_LISTS = ["decisions", "protections", "awaiting_deletion"];
 
 let onRunFinished = () => {};
 let following = null;
@@ -18,7 +24,8 @@ export function setUp(finished) {
   onRunFinished = finished;
   const body = $("tasks").tBodies[0];
   body.replaceChildren(...TASKS.map((task) => el("tr", { dataset: { task } },
-    el("th", { text: task }), el("td", { className: "last" }), el("td", { className: "next" }),
+    el("th", { text: task }), el("td", { className: "last", dataset: { label: "last run" } }),
+    el("td", { className: "next", dataset: { label: "next run" } }),
     el("td", {},
       el("button", { type: "button", className: "run-dry", text: "Dry run", onclick: () => startRun(task, true) }),
       " ",
@@ -173,27 +180,66 @@ async function follow(runId) {
 function describe(run) {
   const parts = Object.entries(run.result || {}).map(([task, report]) =>
     report.cancelled && report.seconds === undefined ? `${task} not started (cancelled)`
-      : `${task} ${report.success ? "ok" : report.cancelled ? "cancelled" : `failed (${report.error})`} in ${report.seconds} s`);
+      : `${task} ${report.success ? "ok" : report.cancelled ? "cancelled" : `failed (${report.error})`} in ${duration(report.seconds)}`);
   return `Last run ${shortId(run.run_id)}${run.dry_run ? " (dry run)" : ""} ${run.state}: ${parts.join("; ")}.`;
 }
 
 /** The decisions of a dry forget: what would be archived, deleted or protected, each with its reason. */
-export function showForgetPreview(run) {
+export async function showForgetPreview(run) {
   const report = run.result?.forget;
   if (!report || !report.success) return;
-  $("forget-summary").textContent =
+  // Off, every memory is "kept": say why rather than let it read as nothing below a line.
+  const off = report.forgetting_enabled === false ? `${report.forgetting_note}. ` : "";
+  $("forget-summary").textContent = off +
     `Run ${shortId(run.run_id)} (${when(run.finished_at)}, ${report.pass} pass): of ${report.memories_processed} memories, ` +
-    `${report.archived} would be archived, ${report.deleted} deleted, ${report.protected} protected; ` +
-    `${report.kept} kept.` +
-    (report.decisions_total > report.decisions.length ? ` Showing the first ${report.decisions.length} of ${report.decisions_total} decisions.` : "");
-  const table = $("forget-decisions");
-  fillRows(table, [...report.decisions, ...(report.protections || [])], (decision) => [
-    memoryCell(decision.memory_id, decision.content),
+    `${report.archived} would be archived, ${report.deleted} deleted, ${report.protected} protected, ` +
+    `${report.awaiting_deletion_total ?? 0} archived awaiting deletion; ${report.kept} kept.`;
+  previewRunId = run.run_id;
+  try {
+    await forgetPager.load(0);
+    $("forget-decisions").hidden = false;
+  } catch (error) {
+    notify(`Could not open the forget preview: ${error.message}`, true);
+  }
+}
+
+let previewRunId = null;
+const forgetPager = new Pager(document.querySelector('.pager[data-for="forget-decisions"]'), FORGET_PAGE,
+  (limit, offset) => forgetPage(previewRunId, limit, offset),
+  (page) => fillRows($("forget-decisions"), page.items, (decision) => [
+    memoryCell(decision.memory_id, page.texts[decision.memory_id] ?? decision.content),
     el("span", { className: `decision ${decision.action}`, text: decision.action }),
     decision.reason,
-    decision.relevance === null ? "—" : decision.relevance.toFixed(4),
-  ], "nothing below a threshold: forgetting would change nothing");
-  table.hidden = false;
+    relevance(decision.relevance),
+    decision.deletable_at ? when(decision.deletable_at) : "—",
+  ], "nothing below a threshold: forgetting would change nothing"));
+
+/** A page of the preview's lists as one (decisions, then protections, then those awaiting deletion), from the
+ * report route, which pages every list of the report at one offset: one request per list the page reaches. */
+async function forgetPage(runId, limit, offset) {
+  const asked = new Map();
+  const report = (from) => {
+    if (!asked.has(from)) {
+      asked.set(from, get(`/consolidate/runs/${encodeURIComponent(runId)}/report`, { task: "forget", limit, offset: from }));
+    }
+    return asked.get(from);
+  };
+  const first = await report(offset);
+  const items = [];
+  let texts = {};
+  let start = 0; // where the list begins in the whole
+  for (const name of FORGET_LISTS) {
+    const kept = first.lists[name]?.kept ?? 0;
+    const from = Math.max(0, offset - start);
+    const wanted = Math.min(kept, offset + limit - start) - from;
+    if (wanted > 0) {
+      const opened = await report(from);
+      items.push(...opened.lists[name].items.slice(0, wanted));
+      texts = { ...texts, ...opened.texts };
+    }
+    start += kept;
+  }
+  return { items, total: start, limit, offset, texts };
 }
 
 // --- history ------------------------------------------------------------------------------------------------
@@ -211,14 +257,10 @@ const historyPager = new Pager(document.querySelector('.pager[data-for="runs"]')
     el("span", { className: `state ${run.state}`, text: run.state + (run.dry_run ? " (dry)" : "") }),
     run.tasks.join(", "),
     run.trigger,
-    run.duration_seconds,
+    duration(run.duration_seconds),
     el("button", { type: "button", className: "open-run", dataset: { runId: run.run_id }, text: "Open",
       onclick: () => openRun(run) }),
   ], "no runs yet"));
-
-// The fields of a report item that name memories: shown as the memories' texts.
-const ID_FIELDS = ["into", "duplicates", "newer", "older", "a", "b", "from", "to", "memory_id", "member_ids",
-  "first", "second"];
 
 /** A run opened: per task its counts and its decisions, each memory by its text. */
 export async function openRun(run) {
@@ -229,40 +271,36 @@ export async function openRun(run) {
   for (const task of run.tasks) {
     let opened;
     try {
-      opened = await get(`/consolidate/runs/${encodeURIComponent(run.run_id)}/report`, { task, limit: 20 });
+      opened = await get(`/consolidate/runs/${encodeURIComponent(run.run_id)}/report`, { task, limit: REPORT_PAGE });
     } catch (error) {
       body.append(el("h3", { text: task }), el("p", { className: "muted", text: error.message }));
       continue;
     }
-    const report = opened.report;
-    const summary = report.success === false ? `failed: ${report.error}`
-      : Object.entries(report).filter(([, v]) => typeof v === "number").map(([k, v]) => `${k} ${v}`).join(", ");
-    body.append(el("h3", { text: task }), el("p", { className: "muted", text: summary }));
+    body.append(el("h3", { text: task }), reportFacts(opened.report));
     for (const [name, listed] of Object.entries(opened.lists)) {
-      body.append(el("h4", { text: `${name} (${listed.total}${listed.total > listed.items.length ? `, first ${listed.items.length}` : ""})` }));
       const table = el("table", { className: "compact report" }, el("thead", {}, el("tr", {},
         el("th", { text: "memories" }), el("th", { text: "details" }))), el("tbody"));
-      fillRows(table, listed.items, (item) => [itemMemories(item, opened.texts), itemDetails(item)]);
-      body.append(table);
+      const pager = el("div", { className: "pager", dataset: { for: `run-${task}-${name}` } });
+      body.append(listHeading(name, listed), table, pager);
+      showReportList(run.run_id, task, name, table, pager, { items: listed.items, total: listed.kept,
+        limit: REPORT_PAGE, offset: 0, texts: opened.texts });
     }
+    body.append(rawJson(opened));
   }
   $("run-detail").hidden = false;
   $("run-detail").scrollIntoView();
 }
 
-function itemMemories(item, texts) {
-  const cell = el("div");
-  for (const field of ID_FIELDS) {
-    for (const id of [].concat(item[field] ?? [])) {
-      if (typeof id === "string") cell.append(el("div", {}, `${field}: `, memoryCell(id, texts[id] ?? item.content)));
-    }
-  }
-  return cell;
-}
-
-function itemDetails(item) {
-  return Object.entries(item).filter(([k, v]) => !ID_FIELDS.includes(k) && k !== "content" && typeof v !== "object")
-    .map(([k, v]) => `${k}: ${v}`).join("; ");
+/** One list of a task's report in its table, its first page given, the others asked for by its pager. */
+function showReportList(runId, task, name, table, container, first) {
+  const render = (page) => fillRows(table, page.items, (item) => [itemMemories(item, page.texts), itemDetails(item)]);
+  const pager = new Pager(container, REPORT_PAGE, async (limit, offset) => {
+    const opened = await get(`/consolidate/runs/${encodeURIComponent(runId)}/report`, { task, limit, offset });
+    const listed = opened.lists[name] ?? { items: [], kept: 0 };
+    return { items: listed.items, total: listed.kept, limit, offset, texts: opened.texts };
+  }, render);
+  render(first);
+  pager.draw(first);
 }
 
 /** The run table (its current page) and both charts (from the newest runs). */
@@ -272,4 +310,5 @@ export async function loadHistory() {
   drawTimeline($("timeline-chart"), recent.items);
   drawDurations($("durations-chart"), recent.items);
   drawTrends($("trend-chart"), trends.points);
+  drawDecisions($("decisions-chart"), trends.points);
 }
