@@ -1,7 +1,5 @@
 """Report lists page to their last item past what a run record keeps, within CONSOLIDATION_REPORT_KEPT_BYTES."""
 
-import pytest
-
 from consolidation.stores.report_pages import ITEMS_PER_NODE, PAGE_LABEL
 from tests.conftest import add_memories, days_ago
 
