@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from consolidation.stores.qdrant_edge import EdgeVectorStore
-from consolidation.stores.vector_index import IndexSizes
+from consolidation.stores.vector_index import IndexSizes, SharedLock
 from consolidation.stores.vectors import SearchFilter, VectorPoint
 
 SIZE = 16
@@ -313,3 +313,37 @@ def test_a_search_does_not_wait_for_edge_inside_a_write(open_store):
     assert {h.id for h in answers[0]} == set(points)
     current = {h.id for h in store.search(np.ones(SIZE), 300, SearchFilter(without_states=("archived",)))}
     assert current == {i for i, p in points.items() if p.payload.get("state") != "archived"} - set(archived)
+
+
+def test_searches_share_the_cells_and_a_change_has_them_alone():
+    lock = SharedLock()
+    entered = {name: threading.Event() for name in ("first", "second", "change", "late")}
+    leave = {name: threading.Event() for name in entered}
+
+    def hold(name, how):
+        with how():
+            entered[name].set()
+            assert leave[name].wait(30)
+
+    def start(name, how):
+        thread = threading.Thread(target=hold, args=(name, how))
+        thread.start()
+        return thread
+
+    threads = [start("first", lock.shared)]
+    assert entered["first"].wait(10)
+    threads.append(start("second", lock.shared))
+    assert entered["second"].wait(10), "a second search waited for the first"
+    threads.append(start("change", lock.alone))
+    assert not entered["change"].wait(0.3), "a change went ahead while searches held the cells"
+    threads.append(start("late", lock.shared))
+    assert not entered["late"].wait(0.3), "a search arriving after a waiting change went first"
+    leave["first"].set()
+    leave["second"].set()
+    assert entered["change"].wait(10)
+    assert not entered["late"].wait(0.3), "a search went ahead during the change"
+    leave["change"].set()
+    assert entered["late"].wait(10)
+    leave["late"].set()
+    for thread in threads:
+        thread.join(10)
