@@ -1,4 +1,5 @@
-"""Command line: serve the API, import memories from JSONL, run consolidation once (here or on a service)."""
+"""Command line: serve the API, run a worker process, import memories from JSONL, run consolidation once (here or on a
+service), calibrate the dedup judge."""
 
 from __future__ import annotations
 
@@ -21,10 +22,12 @@ from .reports import task_outcome
 if TYPE_CHECKING:
     from .engine import Run
     from .importing import ImportProgress
+    from .registry import GraphServices
     from .remote import RemoteService
-    from .service import GraphServices, Services
+    from .service import Services
     from .settings import Settings
     from .terminal import RunState
+    from .worker.process import WorkerLinks
 
 # An import that wrote its good lines and left bad ones out (--skip-bad-lines): neither success (0) nor
 # refused (1), so that a script can tell.
@@ -57,14 +60,36 @@ def worker(parent_pid: int | None, falkordb_socket: str | None, vectors_socket: 
 
     Beside a service with CONSOLIDATION_WORKER=external (store servers); the service starts its own child
     with CONSOLIDATION_WORKER=child. Any number of workers: each due task still runs once per interval."""
-    from .worker.process import WorkerLinks, run_worker
+    from .worker.process import WorkerLinks
 
     settings = _settings()
     authkey = bytes.fromhex(sys.stdin.readline().strip()) if vectors_socket else None
     try:
-        run_worker(settings, parent_pid, WorkerLinks(falkordb_socket, vectors_socket, authkey))
+        _run_worker(settings, parent_pid, WorkerLinks(falkordb_socket, vectors_socket, authkey))
     except ServiceError as exc:
         raise click.ClickException(exc.detail) from None
+
+
+def _run_worker(settings: Settings, parent_pid: int | None, links: WorkerLinks) -> None:
+    """The worker process's main: build its services (attached to the parent's stores when it has links), run
+    the loop until SIGTERM / SIGINT or the parent's end."""
+    import signal
+
+    from .logs import configure_logging
+    from .service import build_services
+    from .worker.process import CHILD_NICENESS, Worker
+
+    configure_logging(settings)
+    if parent_pid is not None:
+        os.nice(CHILD_NICENESS)  # a child: the process serving HTTP beside it goes first
+    services = build_services(settings, links=links, worker=True)
+    worker = Worker(services.settings, services.graphs, services.scheduler, parent_pid)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: worker.stop())
+    try:
+        worker.run()
+    finally:
+        services.close()
 
 
 @main.command("import")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .due import Dues, touches_expire_before
+from .revisits import Dues, touches_expire_before
 from .embedding import Embedder
 from . import metrics
 from .errors import Conflict, NotFound, RunCancelled, RunInProgress, StoreUnavailable
@@ -24,7 +24,6 @@ from .heap import collection_paused, release_free_memory
 from .neighbours import NeighbourGraph
 from .passes import INCREMENTAL_TASKS, plan_pass
 from .other_engine import automem_consolidation
-from .schedule import due_tasks, next_due
 from .settings import TASK_NAMES, Settings
 from .stores import Stores
 from .stores.changes import CHANGE
@@ -41,6 +40,7 @@ from .reports import filed
 from .tasks import TASKS, TaskContext, incremental_version
 from .tasks.cluster import refresh as refresh_summaries
 from .timeutil import epoch_or_nan, to_iso, utc_now
+from .cadence import due_tasks, next_due
 
 log = logging.getLogger(__name__)
 PROGRESS_WRITE_SECONDS = 1.0
@@ -95,7 +95,7 @@ class ConsolidationEngine:
                                    embedder)
         # The similarity graph, kept between runs: a task re-searches only the vectors that changed since.
         self.neighbours = NeighbourGraph(settings)
-        # When decay and forget next need each memory (due.py), kept by this process's last pass of each.
+        # When decay and forget next need each memory (revisits.py), kept by this process's last pass of each.
         self.dues: dict[str, Dues] = {}
         self.holder = new_holder()
         self._background: list[threading.Thread] = []
@@ -466,7 +466,7 @@ class ConsolidationEngine:
                      run.id)
 
     def _drop_old_touches(self, run: Run) -> None:
-        """Let go of the Touch nodes no incremental decay or forget can need any more (due.py)."""
+        """Let go of the Touch nodes no incremental decay or forget can need any more (revisits.py)."""
         if run.dry_run or run.scope:
             return
         try:

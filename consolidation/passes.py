@@ -11,7 +11,7 @@ import numpy as np
 
 from .timeutil import parse_iso
 
-# The tasks that can work on what changed plus its neighbourhood (decay and forget: plus what came due, due.py).
+# The tasks that can work on what changed plus its neighbourhood (decay and forget: plus what came due, revisits.py).
 INCREMENTAL_TASKS = ("decay", "dedup", "creative", "cluster", "forget")
 DUE_TASKS = ("decay", "forget")
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .timeutil import SECONDS_PER_DAY, days_between
-
-if TYPE_CHECKING:
-    from .stores.graph import ScoringInputs
 
 AGE_DECAY_PER_DAY = 0.01
 ACCESS_DECAY_PER_DAY = 0.05
@@ -26,6 +23,25 @@ CANDIDATE_RELEVANCE = 0.3
 # AutoMem's archive (0.2) and delete (0.05) thresholds, so a reader trusting the stored score to forget by never
 # archives or deletes a memory only for being history (AutoMem's own forget recomputes the score and ignores it).
 NOT_CURRENT_RELEVANCE = 0.25
+
+
+@dataclass
+class ScoringInputs:
+    """Per-memory columns the relevance formula and the forgetting rules need (NaN where missing)."""
+
+    ids: list[str]
+    node_ids: np.ndarray  # FalkorDB's internal ids, for direct writes back in the same run
+    created: np.ndarray  # epoch seconds
+    last_accessed: np.ndarray
+    importance: np.ndarray
+    confidence: np.ndarray
+    relevance: np.ndarray
+    relationship_counts: np.ndarray
+    superseded: np.ndarray  # a newer memory superseded it: it decays as if unused since it was made
+    current: np.ndarray  # neither archived, merged nor superseded: its score is not capped (as_stored)
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 def relevance_scores(

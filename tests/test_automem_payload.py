@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 
-from consolidation.scoring import CANDIDATE_RELEVANCE, NOT_CURRENT_RELEVANCE, as_stored, stored_relevance
+from consolidation.scoring import CANDIDATE_RELEVANCE, NOT_CURRENT_RELEVANCE, ScoringInputs, as_stored, \
+    stored_relevance
 from consolidation.service import build_services
-from consolidation.stores.graph import ScoringInputs
 from consolidation.stores.vector_index import Marks
 from consolidation.stores.vectors import SearchFilter, VectorPoint
 from tests.conftest import NOW, add_memory, axis, days_ago, make_settings, unit, vector_at

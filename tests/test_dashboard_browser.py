@@ -20,7 +20,7 @@ import pytest
 import requests
 
 from consolidation.api import create_app
-from consolidation.schedule import due_tasks
+from consolidation.cadence import due_tasks
 from consolidation.service import build_services
 from tests.conftest import TOKEN, add_memories, make_settings
 from tests.loopback import LoopbackServer

@@ -295,9 +295,9 @@ def native_threads() -> int:
 
 
 def test_many_graphs_keep_a_bounded_number_open_and_quiet_ones_closed(tmp_path, clock, monkeypatch):
-    from consolidation import service as service_module
+    from consolidation import registry as registry_module
 
-    monkeypatch.setattr(service_module, "MIN_OPEN_SECONDS", 0.0)
+    monkeypatch.setattr(registry_module, "MIN_OPEN_SECONDS", 0.0)
     services = build_services(make_settings(tmp_path, falkordb_graphs="tenant_*", falkordb_graph="tenant_0",
                                             falkordb_graphs_open_max=3, consolidation_decay_interval_seconds=0,
                                             consolidation_dedup_interval_seconds=0,

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from consolidation.due import Dues
+from consolidation.revisits import Dues
 from consolidation.service import build_services
 from consolidation.stores import graph as graph_module
 from tests.conftest import NOW, Clock, add_memory, days_ago, link, make_settings

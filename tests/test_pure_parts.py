@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from consolidation.clusters import match_clusters
 from consolidation.embedding import HashingEmbedder
-from consolidation.schedule import due_tasks, next_due
+from consolidation.cadence import due_tasks, next_due
 from consolidation.similarity import clusters, normalized, similar_pairs_exact
 from consolidation.stores.graph import MetaPatternRecord
 from consolidation.timeutil import epoch_or_nan, epoch_seconds
@@ -241,7 +241,7 @@ def test_simultaneous_blocks_cover_each_change_s_minute_and_no_more_than_they_mu
 
 
 def test_due_times_kept_between_passes():
-    from consolidation.due import USE_MARGIN, Dues
+    from consolidation.revisits import USE_MARGIN, Dues
 
     start = NOW
     at = start.timestamp()

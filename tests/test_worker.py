@@ -23,7 +23,7 @@ from consolidation.errors import StoreUnavailable
 from consolidation.service import build_services
 from consolidation import DEFAULT_TASKS
 from consolidation.stores.vectors import VectorPoint
-from consolidation.worker import runs as worker_runs
+from consolidation.worker import runners as worker_runners
 from consolidation.worker import vectors as worker_vectors
 from consolidation.worker.process import Worker, WorkerLinks
 from consolidation.worker.vectors import RemoteVectors, VectorServer
@@ -42,7 +42,7 @@ class InProcessWorker:
         self.server = VectorServer(socket_path, key, lambda name: served.graphs.get(name).stores.vectors)
         links = WorkerLinks(served.graphs.connection().socket_path, socket_path, key)
         self.services = build_services(served.settings, clock=clock, links=links, worker=True)
-        self.worker = Worker(self.services)
+        self.worker = Worker(self.services.settings, self.services.graphs, self.services.scheduler)
         self.thread: threading.Thread | None = None
 
     def start(self) -> InProcessWorker:
@@ -110,7 +110,7 @@ def test_a_queued_run_is_followed_refused_twice_and_cancelled_before_a_worker_be
 
 def test_without_a_worker_a_run_asked_is_a_503_naming_the_missing_worker(queued, auth, monkeypatch):
     client, _, _ = queued
-    monkeypatch.setattr(worker_runs, "WORKER_START_SECONDS", 0.3)
+    monkeypatch.setattr(worker_runners, "WORKER_START_SECONDS", 0.3)
     answer = client.post("/consolidate", json={"wait": True}, headers=auth)
     assert answer.status_code == 503 and answer.json["error"] == "no_worker"
     assert "worker" in answer.json["detail"]

@@ -22,7 +22,7 @@ REQUEST_SWITCH_SECONDS = 0.001  # how long a thread runs before one waiting for 
 def create_app(settings: Settings | None = None, services: Services | None = None,
                start_scheduler: bool | None = None) -> Flask:
     """Build an app around its own services; what computes runs starts as the settings say (the scheduler
-    thread, or a worker child: Services.start_consolidating), unless `start_scheduler` is False."""
+    thread, or a worker child: service.RunPlacement.start), unless `start_scheduler` is False."""
     settings = settings or load_settings()
     configure_logging(settings)
     services = services or build_services(settings)
@@ -46,9 +46,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     # A run's Python holds the GIL while requests wait: each of a request's store round trips waited up to the
     # 5 ms default for it back. 1 ms halved the status p99 during a 100k run (50 -> 28 ms), at no cost to the run.
     sys.setswitchinterval(REQUEST_SWITCH_SECONDS)
-    services.start_consolidating(
-        scheduler=start_scheduler if start_scheduler is not None else settings.consolidation_scheduler_enabled,
-        worker=start_scheduler is not False)
+    services.start_consolidating(start_scheduler)
     return app
 
 

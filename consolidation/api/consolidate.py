@@ -9,8 +9,8 @@ from ..memory import parse_uuid
 from .auth import require_admin
 from .context import graph, services
 from ..reports import named_ids, paged_report
-from ..schedule import why_not_run
 from ..tasks.forget import policy_of
+from ..cadence import why_not_run
 from .models import (
     CancelAnswer,
     ConsolidateRequest,

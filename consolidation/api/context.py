@@ -7,7 +7,8 @@ from collections.abc import Callable
 from flask import current_app, g, request
 
 from ..errors import GRAPH_HEADER
-from ..service import GraphServices, Services
+from ..registry import GraphServices
+from ..service import Services
 
 
 def services() -> Services:

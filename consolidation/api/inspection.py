@@ -53,7 +53,7 @@ class LinkQuery(PageQuery):
                                              "own consolidation or its clients wrote (shown, never counted as ours)")
 
 
-class RunQuery(PageQuery):
+class RunHistoryQuery(PageQuery):
     task: Literal[TASK_NAMES] | None = Field(None, description="runs of this task")
     trigger: Literal["schedule", "api", "cli", "dashboard", "manual"] | None = Field(
         None, description="who started them")
@@ -297,8 +297,8 @@ READ_ROUTE = {"security": ADMIN, "tags": ["inspection"]}
 
 @blueprint.get("/consolidate/runs")
 @require_admin
-@api.validate(query=RunQuery, resp=answers(HTTP_200=RunPage), **READ_ROUTE)
-def run_history(query: RunQuery):
+@api.validate(query=RunHistoryQuery, resp=answers(HTTP_200=RunPage), **READ_ROUTE)
+def run_history(query: RunHistoryQuery):
     """The run history, newest first (a run recorded as running that nobody holds the lease for: abandoned),
     of one task, trigger or state when asked."""
     svc = _ready_graph()

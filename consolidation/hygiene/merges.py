@@ -4,7 +4,8 @@ A pair is judged by judge.py (its vectors' similarity and its words' evidence); 
 two members judged one fact, so "deploys", "staging deploys" and "production deploys" never end up together.
 Millions of similar pairs are first narrowed in numpy by what can be read off every memory's fact key without
 reading its text again (a different number, a negation, too many words apart for the similarity); only the
-pairs left are judged one by one.
+pairs left are judged one by one. A merge's field rules are here too: the canonical's fields after a merge, and
+after one of its duplicates is restored (lifecycle/merging.py applies them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..similarity import INDEX, Pairs
+from ..timeutil import epoch_or_nan
 from .candidate import Candidate
 from .facts import NOT
 from .judge import Thresholds, Verdict, decide
@@ -276,6 +278,10 @@ def with_same_facts(pairs: Pairs, candidates: list[Candidate], facts: np.ndarray
     return pairs.union(Pairs(rows[close], cols[close], similarities[close]), len(candidates))
 
 
+# The canonical's fields a merge changes (merged_fields), recorded before and after so a restore can put them back.
+CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed", "tags")
+
+
 def merged_fields(canonical: dict, duplicates: Sequence[dict], most_uses: int) -> dict:
     """The canonical's fields after a merge: uses summed, the highest importance, confidence and last use, and
     every tag (the canonical's first)."""
@@ -291,12 +297,36 @@ def merged_fields(canonical: dict, duplicates: Sequence[dict], most_uses: int) -
     }
 
 
+def canonical_apart(current: dict, record: dict, others: Sequence[dict], most_uses: int) -> tuple[dict, list[str]]:
+    """A canonical's fields once the duplicate of merge record `record` is restored (`others`: the records of the
+    duplicates still merged into it): as before the merge plus the duplicates still merged, except a field
+    someone changed since the merge, which keeps its change (uses: minus this one's); and its distinct_from,
+    which now sets that duplicate apart."""
+    target = merged_fields({**current, **record["canonical_before"]},
+                           [o["duplicate"]["properties"] for o in others], most_uses)
+    after = record["canonical_after"]
+    fields = {}
+    for name in CANONICAL_FIELDS:
+        if current.get(name) == after.get(name):
+            fields[name] = target[name]
+        elif name == "access_count":
+            taken = int(record["duplicate"]["properties"].get("access_count") or 0)
+            fields[name] = max(int(current.get(name) or 0) - taken, 0)
+    return fields, sorted({*current.get("distinct_from", []), record["duplicate_id"]})
+
+
+def unmerged_properties(properties: dict, canonical_id: str, at: str) -> dict:
+    """A merged duplicate's properties as an active memory of its own again, kept apart from its canonical."""
+    props = {key: value for key, value in properties.items() if key not in ("merged_into", "merged_at")}
+    props.update(archived=False, archived_at=None, last_accessed=at, restored_at=at)
+    props["distinct_from"] = sorted({*(props.get("distinct_from") or []), canonical_id})
+    return props
+
+
 def _number(value) -> float:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.5
 
 
 def _instant(iso: str) -> float:
-    from ..timeutil import epoch_or_nan
-
     moment = epoch_or_nan(iso)
     return -math.inf if math.isnan(moment) else moment

@@ -17,11 +17,12 @@ from ..embedding import Embedder
 from ..errors import Conflict, Gone, NotFound
 from ..memory import MAX_COUNT, graph_float
 from ..stores.graph import GraphStore
-from ..stores.hygiene import HygieneStore, unmerged_properties
+from ..stores.hygiene import HygieneStore
 from ..stores.tombstones import TombstoneStore
 from ..stores.vectors import VectorPoint, VectorStore, payload_of
 from ..scoring import stored_relevance
 from ..timeutil import to_iso
+from .merging import settle_unmerged, unmerge, unmerged_from_tombstone
 from .states import ACTIVE, DELETED, MERGED, check, held_until, restorable_until, state_of
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,7 @@ class Lifecycle:
         return {"memory_id": memory_id, "restored_from": "archive", "edges_restored": 0}
 
     def _restore_merged(self, memory_id: str, now: datetime) -> dict[str, Any]:
-        restored = self.hygiene.restore(memory_id, to_iso(now))
+        restored = unmerge(self.hygiene, memory_id, to_iso(now))
         if restored is None:
             raise Conflict(f"memory {memory_id} is merged but no merge of it is left to undo (another request "
                            "is restoring it, or its record is gone)", state=MERGED)
@@ -117,12 +118,9 @@ class Lifecycle:
             raise NotFound(f"memory {memory_id} has no tombstone (never existed, or its retention period ended)")
         properties, edges = tombstone["memory"]["properties"], tombstone["edges"]
         # A merged duplicate that left with its canonical comes back as a memory of its own.
-        record = self.hygiene.claim("deleted", memory_id, at) if properties.get("merged_into") else None
+        record = None
         if properties.get("merged_into"):
-            canonical_id = record["canonical_id"] if record else properties["merged_into"]
-            before_merge = record["duplicate"] if record else {"properties": properties, "edges": []}
-            properties = unmerged_properties(before_merge["properties"], canonical_id, at)
-            edges = edges + before_merge["edges"]  # (restore_edges leaves the merge's own edges out)
+            record, properties, edges = unmerged_from_tombstone(self.hygiene, memory_id, properties, edges, at)
         else:
             properties = {**properties, "archived": False, "archived_at": None, "archived_reason": None,
                           "restored_at": at, "last_accessed": at}
@@ -132,7 +130,7 @@ class Lifecycle:
         self.vectors.upsert([VectorPoint(memory_id, vector, payload_of(properties, self.graph.scoping))])
         restored_edges = self.tombstones.restore_node(properties, tombstone["memory"]["labels"], edges)
         if record is not None:
-            self.hygiene.settle_restored(record, at)
+            settle_unmerged(self.hygiene, record, at)
         self.tombstones.mark_restored(tombstone["id"], at)
         return {"memory_id": memory_id, "restored_from": "tombstone", "edges_restored": restored_edges,
                 "edges_lost": len(edges) - restored_edges}

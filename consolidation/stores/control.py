@@ -58,6 +58,9 @@ class StatusReading:
     automem: Traces  # AutoMem's own consolidation's traces (stores/automem.py)
 
 
+PENDING_RECORDS = ("Tombstone", "MergeRecord", "EntityMerge")  # work a crash can leave half done
+
+
 class ControlStore:
     """Reads and writes the singleton control node that makes the schedule survive restarts."""
 
@@ -70,6 +73,15 @@ class ControlStore:
     def state(self) -> dict[str, Any]:
         """All control fields, with `history` decoded to a list (newest first)."""
         return self.state_and_lease()[0]
+
+    def work_left_pending(self) -> bool:
+        """Whether a crash left work half done on this graph: a deletion, a merge or an entity merge still
+        pending (the scheduler finishes them at its next tick)."""
+        for label in PENDING_RECORDS:
+            rows = self.falkor.execute(f"MATCH (r:{label} {{state: 'pending'}}) RETURN count(r)", read_only=True)
+            if rows and int(rows[0][0] or 0) > 0:
+                return True
+        return False
 
     def state_and_lease(self) -> tuple[dict[str, Any], Lease | None]:
         """The control fields and the live lease, in one round trip."""

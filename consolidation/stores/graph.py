@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import redis
 
-from ..due import Lookup
+from ..revisits import Lookup
 from ..hygiene.terms import TERMS_VERSION, text_terms
 from ..scopes import Scoping
-from ..scoring import CANDIDATE_RELEVANCE
+from ..scoring import CANDIDATE_RELEVANCE, ScoringInputs
 from ..timeutil import epoch_seconds
 from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBERS_LEFT, NEXT_CHANGE, STAMP, TOUCH,
                       changed_after, ids_of, touched, without_bookkeeping)
@@ -64,25 +64,6 @@ INDEXES = (("Memory", "id"), ("RequestRecord", "key"), ("RequestRecord", "memory
 # as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.
 WITH_TERMS = ("m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
               "m.fact_stamp = toString($terms_version) + ':' + toString(change)")
-
-
-@dataclass
-class ScoringInputs:
-    """Per-memory columns the relevance formula and the forgetting rules need (NaN where missing)."""
-
-    ids: list[str]
-    node_ids: np.ndarray  # FalkorDB's internal ids, for direct writes back in the same run
-    created: np.ndarray  # epoch seconds
-    last_accessed: np.ndarray
-    importance: np.ndarray
-    confidence: np.ndarray
-    relevance: np.ndarray
-    relationship_counts: np.ndarray
-    superseded: np.ndarray  # a newer memory superseded it: it decays as if unused since it was made
-    current: np.ndarray  # neither archived, merged nor superseded: its score is not capped (scoring.as_stored)
-
-    def __len__(self) -> int:
-        return len(self.ids)
 
 
 @dataclass

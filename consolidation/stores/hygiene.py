@@ -1,15 +1,16 @@
-"""The graph side of memory hygiene: the memories dedup reads, merges with the records that undo them, and the
+"""The graph side of memory hygiene: the memories dedup reads, MergeRecords and the merges they hold, and the
 SUPERSEDES / CONTRADICTS links between memories.
 
 A merge is written as MergeRecord nodes first (one per duplicate: its properties and edges, the canonical's
-fields before and after), then applied; every step of applying is idempotent, so a merge a crash interrupted is
-completed from its records, and a restore undoes exactly what the record says was done.
+fields before and after, as lifecycle/merging.py plans them), then applied; every step of applying is idempotent,
+so a merge a crash interrupted is completed from its records. The steps of undoing one (claim the record, put
+the duplicate and its edges back, set the canonical apart) are queries here; what they write is decided in
+lifecycle/merging.py.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,7 +25,6 @@ from .falkor import Falkor, booleans, chunked, floats
 from .graph import ACTIVE_MEMORY, DEGREE, Listing
 from .tombstones import edge_groups, restore_edges, snapshot
 
-CANONICAL_FIELDS = ("access_count", "importance", "confidence", "last_accessed", "tags")
 # {degree}: the memory's connections (what ranks a canonical), or 0 where they are read later for the few
 # memories that may merge (counting every memory's edges is a third of reading them all).
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
@@ -71,14 +71,6 @@ class HygieneListing(Listing):
 
     types: list[str] = field(default_factory=list)
     timestamps: list[str | None] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class PlannedMerge:
-    into: str
-    duplicates: tuple[str, ...]
-    similarity: float
-    reason: str
 
 
 class HygieneStore:
@@ -222,38 +214,26 @@ class HygieneStore:
         return {memory_id: int(count) for memory_id, count in self.falkor.read_chunks(
             "UNWIND $ids AS id MATCH (m:Memory {id: id})-[:CONTRADICTS]-() RETURN id, count(*)", list(ids), 5000)}
 
-    # --- merging -----------------------------------------------------------------------------------------------
+    # --- merging: MergeRecords, written and replayed (lifecycle/merging.py decides what they hold) ----------
 
-    def merge(self, merges: Sequence[PlannedMerge], merged_fields, at: str) -> list[str]:
-        """Record, then apply, each merge; `merged_fields(canonical, duplicates)` gives the canonical's new
-        fields. Returns the ids archived as duplicates."""
-        duplicate_ids = {d for m in merges for d in m.duplicates}
-        snapshots = snapshot(self.falkor, sorted(duplicate_ids))
-        # A canonical keeps its own edges and other fields: only those a merge changes are recorded, to be put
-        # back on a restore.
-        canonicals = self._canonical_fields([m.into for m in merges])
-        records = []
-        for merge in merges:
-            canonical = canonicals[merge.into]
-            duplicates = [snapshots[d] for d in merge.duplicates if d in snapshots]
-            before = {f: canonical.get(f) for f in CANONICAL_FIELDS}
-            after = merged_fields(canonical, [d["properties"] for d in duplicates])
-            group = str(uuid.uuid4())
-            records += [{"id": str(uuid.uuid4()), "group_id": group, "canonical_id": merge.into,
-                         "duplicate_id": d["properties"]["id"], "state": "pending", "merged_at": at,
-                         "similarity": merge.similarity, "reason": merge.reason,
-                         "duplicate": json.dumps(d), "canonical_before": json.dumps(before),
-                         "canonical_after": json.dumps(after)} for d in duplicates]
-        self.falkor.write_chunks("UNWIND $rows AS row CREATE (r:MergeRecord) SET r = row", records, chunk=200)
-        self._apply([_decoded(r) for r in records])
-        return [r["duplicate_id"] for r in records]
+    def snapshots(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Each memory's properties, labels and edges, keyed by id: what a merge record keeps of a duplicate."""
+        return snapshot(self.falkor, ids)
 
-    def _canonical_fields(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    def fields_of(self, ids: Sequence[str], names: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """These properties of each memory, keyed by id."""
         # A chunk at a time: at a million memories one read of every canonical held FalkorDB for half a second.
         query = (f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN m.id, "
-                 f"{', '.join(f'm.{name}' for name in CANONICAL_FIELDS)}")
+                 f"{', '.join(f'm.{name}' for name in names)}")
         rows = self.falkor.record_chunks(query, list(ids), INPUT_CHUNK)
-        return {row[0]: dict(zip(CANONICAL_FIELDS, row[1:])) for row in rows}
+        return {row[0]: dict(zip(names, row[1:])) for row in rows}
+
+    def merge(self, records: Sequence[dict[str, Any]]) -> list[str]:
+        """Write these merge records (pending), then apply them; returns the ids archived as duplicates."""
+        rows = [_encoded(r) for r in records]
+        self.falkor.write_chunks("UNWIND $rows AS row CREATE (r:MergeRecord) SET r = row", rows, chunk=200)
+        self._apply([_decoded(dict(r)) for r in rows])
+        return [r["duplicate_id"] for r in rows]
 
     def has_pending(self) -> bool:
         return self.pending_count() > 0
@@ -319,22 +299,7 @@ class HygieneStore:
             NEXT_CHANGE + "UNWIND $rows AS id MATCH (d:Memory {id: id})-[r]-(x) WHERE (type(r) <> 'MERGED_INTO' "
             f"OR id(startNode(r)) <> id(d)) AND {is_ours('r')} DELETE r {touched(ids_of('x'))}", sorted(grouped))
 
-    # --- undoing a merge ---------------------------------------------------------------------------------------
-
-    def restore(self, duplicate_id: str, at: str) -> dict[str, Any] | None:
-        """Undo the merge of one duplicate still stored: its properties and edges back, the edges it lent the
-        canonical gone, the canonical's fields as they would be without it. None if no merge of it is on
-        record; Conflict if another restore claimed it first."""
-        record = self.claim("done", duplicate_id, at)
-        if record is None:
-            return None
-        self.falkor.execute("MATCH (d:Memory {id: $id})-[r:MERGED_INTO]->() DELETE r", {"id": duplicate_id})
-        props = unmerged_properties(record["duplicate"]["properties"], record["canonical_id"], at)
-        self.falkor.execute(NEXT_CHANGE + f"MATCH (d:Memory {{id: $id}}) SET d = $props SET d.{CHANGE} = change",
-                            {"id": duplicate_id, "props": props})
-        edges = restore_edges(self.falkor, duplicate_id, record["duplicate"]["edges"])
-        self.settle_restored(record, at)
-        return {"canonical_id": record["canonical_id"], "edges_restored": edges, "memory": props}
+    # --- undoing a merge: the steps lifecycle/merging.py takes ----------------------------------------------
 
     def claim(self, state: str, duplicate_id: str, at: str, stale_after: float = 300.0) -> dict[str, Any] | None:
         """The newest merge record of this duplicate in `state`, claimed for one restore ('restoring'): of
@@ -347,21 +312,49 @@ class HygieneStore:
             {"id": duplicate_id, "state": state, "stale": stale_after})
         return _decoded(dict(rows[0][0])) if rows else None
 
-    def settle_restored(self, record: dict[str, Any], at: str) -> None:
-        """The canonical (if it is still stored) without the restored duplicate: the edges it lent gone, its
-        fields set apart; then the record says 'restored'."""
-        duplicate_id, canonical_id = record["duplicate_id"], record["canonical_id"]
-        # The edges it lent sit on the canonical, or one merge further if the canonical was merged since.
+    def unmerge_node(self, duplicate_id: str, properties: dict[str, Any]) -> None:
+        """A merged duplicate's MERGED_INTO edge gone and its properties replaced by these (a change)."""
+        self.falkor.execute("MATCH (d:Memory {id: $id})-[r:MERGED_INTO]->() DELETE r", {"id": duplicate_id})
+        self.falkor.execute(NEXT_CHANGE + f"MATCH (d:Memory {{id: $id}}) SET d = $props SET d.{CHANGE} = change",
+                            {"id": duplicate_id, "props": properties})
+
+    def restore_edges(self, memory_id: str, edges: Sequence[dict[str, Any]]) -> int:
+        """Recreate these edges of a memory whose other end still exists (tombstones.restore_edges)."""
+        return restore_edges(self.falkor, memory_id, edges)
+
+    def drop_lent_edges(self, canonical_id: str, duplicate_id: str) -> None:
+        """The edges a duplicate lent its canonical gone: they sit on the canonical, or one merge further if the
+        canonical was merged since."""
         self.falkor.execute(
             NEXT_CHANGE + "MATCH (c:Memory {id: $canonical}) OPTIONAL MATCH (c)-[:MERGED_INTO]->(next:Memory) "
             "WITH change, [c] + CASE WHEN next IS NULL THEN [] ELSE [next] END AS holders UNWIND holders AS h "
             f"MATCH (h)-[r]-(x) WHERE r.repointed_from = $id DELETE r {touched(ids_of('h', 'x'))}",
             {"canonical": canonical_id, "id": duplicate_id})
-        others = self._records("r.group_id = $group AND r.state = 'done' AND r.duplicate_id <> $id",
-                               {"group": record["group_id"], "id": duplicate_id})
-        self._set_canonical_apart(canonical_id, duplicate_id, record, others)
+
+    def merged_with(self, group_id: str, duplicate_id: str) -> list[dict[str, Any]]:
+        """The done merge records of this merge group but this duplicate's."""
+        return self._records("r.group_id = $group AND r.state = 'done' AND r.duplicate_id <> $id",
+                             {"group": group_id, "id": duplicate_id})
+
+    def properties_of(self, memory_id: str) -> dict[str, Any] | None:
+        rows = self.falkor.records("MATCH (c:Memory {id: $id}) RETURN properties(c)", {"id": memory_id})
+        return dict(rows[0][0]) if rows else None
+
+    def set_canonical(self, canonical_id: str, fields: dict[str, Any], distinct: Sequence[str]) -> None:
+        """A canonical's fields and distinct_from set (a change)."""
+        self.falkor.execute(
+            NEXT_CHANGE + "MATCH (c:Memory {id: $id}) "
+            f"SET c += $fields, c.distinct_from = $distinct, c.{CHANGE} = change",
+            {"id": canonical_id, "fields": fields, "distinct": list(distinct)})
+
+    def set_canonical_after(self, rows: Sequence[dict[str, Any]]) -> None:
+        """For rows {id, after}: what these merge records say their canonical's fields were after the merge."""
+        self.falkor.write_chunks("UNWIND $rows AS row MATCH (r:MergeRecord {id: row.id}) SET r.canonical_after = "
+                                 "row.after", [{"id": r["id"], "after": json.dumps(r["after"])} for r in rows])
+
+    def mark_restored(self, record_id: str, at: str) -> None:
         self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.state = 'restored', r.restored_at = $at, "
-                            "r.restoring_from = null, r.restoring_epoch = null", {"id": record["id"], "at": at})
+                            "r.restoring_from = null, r.restoring_epoch = null", {"id": record_id, "at": at})
 
     def mark_left(self, duplicate_ids: Sequence[str], at: str) -> None:
         """Merged duplicates deleted (with their canonical): their merge records say so."""
@@ -374,35 +367,6 @@ class HygieneStore:
         return {duplicate: canonical for canonical, duplicate in self.falkor.read_chunks(
             "UNWIND $ids AS cid MATCH (c:Memory {id: cid})<-[:MERGED_INTO]-(d:Memory) RETURN cid, d.id",
             list(canonical_ids), 5000)}
-
-    def _set_canonical_apart(self, canonical_id: str, duplicate_id: str, record: dict, others: list[dict]) -> None:
-        """The canonical's fields without this duplicate: as before the merge plus the duplicates still merged,
-        except a field someone changed since the merge, which keeps its change (uses: minus this one's)."""
-        rows = self.falkor.records("MATCH (c:Memory {id: $id}) RETURN properties(c)", {"id": canonical_id})
-        if not rows:
-            return
-        current = dict(rows[0][0])
-        from ..hygiene.merges import merged_fields  # the same rule that merged them
-        from ..memory import MAX_COUNT
-
-        target = merged_fields({**current, **record["canonical_before"]},
-                               [o["duplicate"]["properties"] for o in others], MAX_COUNT)
-        after = record["canonical_after"]
-        fields = {}
-        for name in CANONICAL_FIELDS:
-            if current.get(name) == after.get(name):
-                fields[name] = target[name]
-            elif name == "access_count":
-                taken = int(record["duplicate"]["properties"].get("access_count") or 0)
-                fields[name] = max(int(current.get(name) or 0) - taken, 0)
-        distinct = sorted({*current.get("distinct_from", []), duplicate_id})
-        self.falkor.execute(
-            NEXT_CHANGE + "MATCH (c:Memory {id: $id}) "
-            f"SET c += $fields, c.distinct_from = $distinct, c.{CHANGE} = change",
-            {"id": canonical_id, "fields": fields, "distinct": distinct})
-        for other in others:  # their record of "after" now reads the canonical as it is without this duplicate
-            self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.canonical_after = $after",
-                                {"id": other["id"], "after": json.dumps({**after, **fields})})
 
     def erase_records(self, ids: Sequence[str]) -> None:
         """Drop the merge records holding these memories' text (as the duplicate or the canonical): an erased
@@ -467,16 +431,13 @@ def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneIn
     )
 
 
-def unmerged_properties(properties: dict[str, Any], canonical_id: str, at: str) -> dict[str, Any]:
-    """A merged duplicate's properties as an active memory of its own again, kept apart from its canonical."""
-    props = {key: value for key, value in properties.items() if key not in ("merged_into", "merged_at")}
-    props.update(archived=False, archived_at=None, last_accessed=at, restored_at=at)
-    props["distinct_from"] = sorted({*(props.get("distinct_from") or []), canonical_id})
-    return props
-
-
 def _row(record: dict[str, Any]) -> dict[str, Any]:
     return {k: record[k] for k in ("duplicate_id", "canonical_id", "similarity", "reason", "merged_at")}
+
+
+def _encoded(record: dict[str, Any]) -> dict[str, Any]:
+    return {k: json.dumps(v) if k in ("duplicate", "canonical_before", "canonical_after") else v
+            for k, v in record.items()}
 
 
 def _decoded(record: dict[str, Any]) -> dict[str, Any]:

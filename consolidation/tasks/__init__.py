@@ -10,7 +10,7 @@ from ..settings import Settings
 from . import cluster, cluster_incremental, creative, decay, dedup, dedup_incremental, entities, forget
 from .context import TaskContext
 
-# The version of how decay and forget find what came due (due.py): a new one makes their next pass full.
+# The version of how decay and forget find what came due (revisits.py): a new one makes their next pass full.
 DUE_VERSION = 1
 
 TaskFunction = Callable[[TaskContext, bool], dict[str, Any]]

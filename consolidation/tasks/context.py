@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..due import Dues
+from ..revisits import Dues
 from ..lifecycle import Lifecycle
 from ..neighbours import NeighbourGraph
 from ..settings import Settings

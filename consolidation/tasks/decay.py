@@ -11,9 +11,8 @@ from typing import Any
 import numpy as np
 
 from ..other_engine import automem_consolidation
-from ..scoring import NOT_CURRENT_RELEVANCE, changed, distribution, relevance_due, stored_relevance
+from ..scoring import NOT_CURRENT_RELEVANCE, ScoringInputs, changed, distribution, relevance_due, stored_relevance
 from ..stores.automem import AutomemRecords
-from ..stores.graph import ScoringInputs
 from .context import TaskContext
 from .dues import fell_back, keep_dues, lookup_for
 

@@ -17,14 +17,13 @@ from ..hygiene.candidate import Candidate
 from ..hygiene.changes import Contradiction, Supersession, changes_over_time, simultaneous_conflicts
 from ..hygiene.facts import read_fact
 from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds
-from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, merged_fields, \
-    with_same_facts
+from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, with_same_facts
 from ..hygiene.model_judge import REPLACES, SAME_FACT, GreyPair, Question, model_judge_from, pair_key
 from ..hygiene.terms import TERMS_VERSION, stored_terms, terms_stamp
 from ..hygiene.updates import Settled, Vectors, plain_updates, statement_groups, subjects_concerned
-from ..memory import MAX_COUNT
+from ..lifecycle.merging import merge
 from ..similarity import Pairs, normalized
-from ..stores.hygiene import HygieneInputs, PlannedMerge
+from ..stores.hygiene import HygieneInputs
 from ..stores.verdicts import VerdictCache
 from ..timeutil import epoch_seconds, to_iso
 from .context import TaskContext, positions_in
@@ -255,9 +254,7 @@ def bounded(ctx: TaskContext, contradictions: list[Contradiction]) -> tuple[list
 
 def write_merges(ctx: TaskContext, merges: list[Merge]) -> None:
     if merges:
-        archived = ctx.hygiene.merge(
-            [PlannedMerge(m.into, m.duplicates, m.similarity, m.reason) for m in merges],
-            lambda canonical, duplicates: merged_fields(canonical, duplicates, MAX_COUNT), to_iso(ctx.now))
+        archived = merge(ctx.hygiene, merges, to_iso(ctx.now))
         ctx.vectors.set_archived(archived, True, state="merged")
         ctx.lifecycle.rescore(archived, ctx.now)  # capped: no longer current
 

@@ -1,5 +1,5 @@
 """Dedup's incremental pass: the memories changed since the watermark and their neighbourhood, judged by the
-rules of a full pass (hygiene.py), so that it reaches the state a full pass would.
+rules of a full pass (hygiene/), so that it reaches the state a full pass would.
 
 What a change can alter, and so what is read:
 - Merges join similar pairs of one type and scope that the judge calls one fact into groups (connected
@@ -10,10 +10,10 @@ What a change can alter, and so what is read:
   kept, else from an exact search of each memory against its kind. A removed memory's pairs come from that
   graph too when it held the memory with the same vector (it keeps the pairs of those its updates left out);
   else its vector is searched exactly.
-- A change announcement is judged against the statements it matches (hygiene.match_change) and its rivals. Its
+- A change announcement is judged against the statements it matches (hygiene/changes.match_change) and its rivals. Its
   verdict can move only if it changed, or what it matches or its rivals did: the announcements that changed,
   and those that match a changed or removed statement (as it was, or as it is now), are judged again, each with
-  everything it can match (hygiene.pool_query) and its rivals, found through the terms dedup stores on every
+  everything it can match (changes.pool_query) and its rivals, found through the terms dedup stores on every
   memory (index lookups, not a read of every text).
 - Two statements recorded within a minute of each other that differ in one value conflict: a new conflict has
   a changed member, and its partner is related to it, so the changed memories' related neighbours recorded

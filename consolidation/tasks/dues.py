@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..due import Dues, Lookup
+from ..revisits import Dues, Lookup
 from ..timeutil import to_iso
 from .context import TaskContext
 

@@ -12,8 +12,7 @@ import numpy as np
 
 from ..memory import graph_float
 from ..rules import ForgetDecision, ForgetPolicy, deletable_from, forget_decisions, forget_due
-from ..scoring import DEFAULT_IMPORTANCE, as_stored, changed, current_relevance, relevance_due
-from ..stores.graph import ScoringInputs
+from ..scoring import DEFAULT_IMPORTANCE, ScoringInputs, as_stored, changed, current_relevance, relevance_due
 from ..timeutil import SECONDS_PER_DAY, days_between, iso_texts, to_iso
 from .context import TaskContext
 from .dues import fell_back, keep_dues, lookup_for

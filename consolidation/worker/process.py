@@ -1,5 +1,6 @@
-"""The worker process (`consolidation worker`): queued runs and the schedule, apart from the web server; and the
-serving process's supervisor of the worker child it starts beside it."""
+"""The worker process's loop (Worker: queued runs and the schedule, apart from the web server; its command line
+is `consolidation worker`, in cli.py) and the serving process's supervisor of the worker child it starts beside it
+(ChildWorker)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +27,9 @@ from .queue import QueuedRun, RunQueue
 from .vectors import VectorServer
 
 if TYPE_CHECKING:
-    from ..service import Services
+    from ..registry import GraphRegistry
+    from ..settings import Settings
+    from .scheduler import ConsolidationScheduler
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +55,10 @@ class WorkerLinks:
 class Worker:
     """A worker's loop: runs queued over HTTP as they come, the schedule every tick, a heartbeat meanwhile."""
 
-    def __init__(self, services: Services, parent_pid: int | None = None):
-        self.services = services
-        self.queue = RunQueue(services.graphs.connection())
+    def __init__(self, settings: Settings, graphs: GraphRegistry, scheduler: ConsolidationScheduler,
+                 parent_pid: int | None = None):
+        self.settings, self.graphs, self.scheduler = settings, graphs, scheduler
+        self.queue = RunQueue(graphs.connection())
         self.holder = new_holder()
         self.parent_pid = parent_pid
         self.started_at = to_iso(utc_now())
@@ -64,7 +69,7 @@ class Worker:
         self._stop.set()
 
     def run(self) -> None:
-        settings, scheduler = self.services.settings, self.services.scheduler
+        settings, scheduler = self.settings, self.scheduler
         self._beat()
         heartbeat = Heartbeat("worker-heartbeat", BEAT_SECONDS, self._beat, lambda: None)
         heartbeat.start()
@@ -90,10 +95,10 @@ class Worker:
             log.info("consolidation worker stopped holder=%s runs=%s", self.holder, self.runs)
 
     def _beat(self) -> bool:
-        scheduler = self.services.scheduler
+        scheduler = self.scheduler
         facts: dict[str, Any] = {
             "holder": self.holder, "pid": os.getpid(), "started_at": self.started_at, "runs": self.runs,
-            "scheduler_enabled": self.services.settings.consolidation_scheduler_enabled,
+            "scheduler_enabled": self.settings.consolidation_scheduler_enabled,
             "last_tick_at": to_iso(scheduler.last_tick_at) if scheduler.last_tick_at else None,
             "last_error": scheduler.last_error}
         self.queue.beat(self.holder, facts, BEAT_SECONDS)
@@ -109,7 +114,7 @@ class Worker:
 
     def _run_queued(self, queued: QueuedRun) -> None:
         try:
-            engine = self.services.graphs.get(queued.graph, create=False).engine
+            engine = self.graphs.get(queued.graph, create=False).engine
             run = engine.begin_queued(queued.run_id, waiting=lambda: not self._stop.is_set())
             if run is None:
                 if self._stop.is_set():
@@ -137,8 +142,9 @@ class ChildWorker:
     """The worker child of a serving process: started beside it, restarted if it dies, stopped with it. With
     embedded vectors it is fed through a VectorServer; with embedded FalkorDB it attaches to its socket."""
 
-    def __init__(self, services: Services):
-        self.services = services
+    def __init__(self, settings: Settings, graphs: GraphRegistry, busy: Callable[[], bool] = lambda: False):
+        self.settings, self.graphs = settings, graphs
+        self.busy = busy  # whether the serving process is answering requests: the vector server waits for them
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self._stopping = threading.Event()
@@ -147,7 +153,7 @@ class ChildWorker:
         self._links = WorkerLinks()
 
     def start(self) -> None:
-        settings, graphs = self.services.settings, self.services.graphs
+        settings, graphs = self.settings, self.graphs
         authkey = secrets.token_bytes(32)
         vectors_socket = None
         if settings.qdrant_url is None:
@@ -155,7 +161,7 @@ class ChildWorker:
             self._directory = tempfile.mkdtemp(prefix="consolidation-")
             vectors_socket = Path(self._directory) / "vectors.sock"
             self._server = VectorServer(vectors_socket, authkey, lambda name: graphs.get(name).stores.vectors,
-                                        self.services.in_flight.busy)
+                                        self.busy)
         falkordb_socket = graphs.connection().socket_path if settings.falkordb_host is None else None
         self._links = WorkerLinks(falkordb_socket, vectors_socket, authkey)
         self._spawn()
@@ -211,23 +217,3 @@ class ChildWorker:
             self.restarts += 1
             self._spawn()
 
-
-def run_worker(settings, parent_pid: int | None, links: WorkerLinks) -> None:
-    """`consolidation worker`: build the services (attached to the parent's stores when it has links), run the
-    loop until SIGTERM / SIGINT or the parent's end."""
-    import signal
-
-    from ..logs import configure_logging
-    from ..service import build_services
-
-    configure_logging(settings)
-    if parent_pid is not None:
-        os.nice(CHILD_NICENESS)  # a child: the process serving HTTP beside it goes first
-    services = build_services(settings, links=links, worker=True)
-    worker = Worker(services, parent_pid)
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: worker.stop())
-    try:
-        worker.run()
-    finally:
-        services.close()

@@ -1,11 +1,12 @@
-"""How a serving process has a run computed: on its own thread (inline), or queued for a worker process."""
+"""How a serving process has a run computed (registry.Runner): on its own thread (inline), or queued for a worker
+process."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from ..engine import ConsolidationEngine, Run
 from ..errors import NoWorker, RunInProgress
@@ -16,19 +17,6 @@ FINISHED = frozenset({"succeeded", "failed", "cancelled", "abandoned"})
 POLL_SECONDS = 0.1
 # A worker child takes a few seconds to start: a run asked meanwhile waits this long for one to announce itself.
 WORKER_START_SECONDS = 30.0
-
-
-class Runner(Protocol):
-    """What the API asks of a graph's runs: begin one, wait for it, or let it go on alone."""
-
-    def start(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None,
-              full: bool, incremental: bool) -> Run: ...
-
-    def wait(self, run: Run) -> dict[str, Any]:
-        """The finished run's record (GET /consolidate/runs/<id>'s shape)."""
-
-    def detach(self, run: Run) -> str:
-        """Let the run go on without the caller; the state to report now (running or queued)."""
 
 
 class InlineRuns:

@@ -1,5 +1,5 @@
-"""The background scheduler thread: every tick, for each graph, catch up on what an outage interrupted, then run
-what is due."""
+"""The scheduler: every tick, for each served graph, catch up on what an outage interrupted, then run what is due
+(on its own daemon thread inline; a worker process calls its tick between queued runs)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,15 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .errors import StoreUnavailable
-from .schedule import due_tasks
-from .stores.control import ControlStore
-from .timeutil import utc_now
+from ..cadence import due_tasks
+from ..errors import StoreUnavailable
+from ..stores.control import ControlStore
+from ..timeutil import utc_now
 
 if TYPE_CHECKING:
-    from .service import GraphRegistry, GraphServices
+    from ..registry import GraphRegistry, GraphServices
 
 log = logging.getLogger(__name__)
-PENDING_RECORDS = ("Tombstone", "MergeRecord", "EntityMerge")  # work a crash can leave half done
 
 
 class ConsolidationScheduler:
@@ -79,17 +78,13 @@ class ConsolidationScheduler:
     def _wants_attention(self, name: str, now: datetime) -> bool:
         """Whether a graph not open here has a task due or work a crash left pending: read from FalkorDB alone,
         so a tick over a thousand quiet graphs opens none of their vector stores."""
-        falkor = self.graphs.connection().for_graph(name)
-        control = ControlStore(falkor).state()
+        store = ControlStore(self.graphs.connection().for_graph(name))
+        control = store.state()
         settings = self.graphs.settings
         if not control.get("scheduler_paused") and due_tasks(control, settings.task_intervals, now,
                                                                 settings.consolidation_tick_seconds):
             return True
-        for label in PENDING_RECORDS:
-            rows = falkor.execute(f"MATCH (r:{label} {{state: 'pending'}}) RETURN count(r)", read_only=True)
-            if rows and int(rows[0][0] or 0) > 0:
-                return True
-        return False
+        return store.work_left_pending()
 
     def _tick_graph(self, name: str, now: datetime | None, errors: list[str]) -> dict[str, Any] | None:
         """One graph's part of a tick; a store that is down or still loading is waited for, never recorded."""
