@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import ast
 import graphlib
+import sys
+import threading
+import types
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "consolidation"
@@ -108,3 +111,65 @@ def test_no_cypher_outside_the_stores():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and any(c in node.value for c in cypher):
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert not found, found
+
+
+# What may call back into a module already on the stack: a generator it handed down (consumed below) and the
+# progress reporter the engine hands its tasks. Anything else is a layer reaching back up.
+HANDED_DOWN = ("<genexpr>", "<lambda>", "ProgressWriter.__call__")
+
+
+def reentries(act) -> list[str]:
+    """Run `act`, noting each call into a module of the package that is already on the call stack with another
+    module between (A -> B -> A), and not through something A handed down."""
+    found: list[str] = []
+
+    def module_of(frame) -> str | None:
+        name = frame.f_globals.get("__name__", "")
+        return name if name.startswith("consolidation") else None
+
+    def profile(frame, event, _arg):
+        callee = module_of(frame) if event == "call" else None
+        if callee is None or any(mark in frame.f_code.co_qualname for mark in HANDED_DOWN):
+            return
+        stack, caller = [], frame.f_back
+        while caller is not None:
+            module = module_of(caller)
+            if module and (not stack or stack[-1] != module):
+                stack.append(module)
+            caller = caller.f_back
+        if stack and stack[0] != callee and callee in stack[1:]:
+            found.append(f"{frame.f_code.co_qualname} in {callee}, called back by {stack[0]}")
+
+    threading.setprofile(profile)
+    sys.setprofile(profile)
+    try:
+        act()
+    finally:
+        sys.setprofile(None)
+        threading.setprofile(None)
+    return sorted(set(found))
+
+
+def test_a_run_asked_over_http_and_a_scheduled_one_enter_each_module_once_on_the_way_in(client, auth, services):
+    for number in range(12):
+        assert client.post("/memory", json={"content": f"note {number} on topic {number % 3}"},
+                           headers=auth).status_code == 201
+    scheduled = []
+    assert reentries(lambda: scheduled.extend(services.scheduler.run_once())) == []
+    assert scheduled, "nothing was due: the scheduled path went untraced"
+    asked = []
+    assert reentries(lambda: asked.append(client.post("/consolidate", json={"wait": True}, headers=auth))) == []
+    assert asked[0].json["state"] == "succeeded"
+
+
+def test_the_trace_sees_a_module_called_back_by_one_below_it():
+    """Two modules of the package made for the test: `upper.run` hands `lower.each` its plain function `step`
+    (a re-entry), then a generator expression (handed down: allowed)."""
+    lower, upper = types.ModuleType("consolidation.trace_lower"), types.ModuleType("consolidation.trace_upper")
+    exec("def each(function, items):\n    return [function(item) for item in items]", lower.__dict__)
+    upper.lower = lower
+    exec("def step(item):\n    return item + 1\n"
+         "def run():\n    return lower.each(step, [1, 2])\n"
+         "def run_handed_down():\n    return list(lower.each(int, (item for item in [1, 2])))", upper.__dict__)
+    assert reentries(upper.run) == ["step in consolidation.trace_upper, called back by consolidation.trace_lower"]
+    assert reentries(upper.run_handed_down) == []
