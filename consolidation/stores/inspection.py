@@ -113,7 +113,7 @@ class InspectionStore:
         for row in rows:
             item = dict(zip(names, row[:-1]))
             if item["duplicate_content"] is None:  # deleted since: its text as the merge recorded it
-                recorded = json.loads(row[-1] or "{}").get("properties", {}).get("content")
+                recorded = _kept_properties(row[-1]).get("content")
                 item["duplicate_content"] = recorded[:PREVIEW_CHARS] if recorded else None
             items.append(item)
         return Page(items, self._count("MATCH (r:MergeRecord)", "r"))
@@ -155,7 +155,7 @@ class InspectionStore:
         for memory_id, snapshot in self.falkor.records(
                 "UNWIND $ids AS id MATCH (t:Tombstone {memory_id: id}) RETURN t.memory_id, t.memory",
                 {"ids": missing}, read_only=True):
-            content = json.loads(snapshot or "{}").get("properties", {}).get("content")
+            content = _kept_properties(snapshot).get("content")
             found[memory_id] = content[:PREVIEW_CHARS] if content else None
         return {memory_id: found.get(memory_id) for memory_id in ids}
 
@@ -207,7 +207,7 @@ class InspectionStore:
                 "MATCH (r:MergeRecord {canonical_id: $id}) WHERE r.state <> 'pending' "
                 "RETURN r.duplicate_id, r.merged_at, r.reason, r.restored_at, r.duplicate", {"id": memory_id},
                 read_only=True):
-            content = json.loads(recorded or "{}").get("properties", {}).get("content")
+            content = _kept_properties(recorded).get("content")
             duplicate = {"other_id": duplicate_id, "other_content": content[:PREVIEW_CHARS] if content else None}
             events.append({"event": "merged in", "at": merged_at, "detail": reason, **duplicate})
             if restored_at:
@@ -254,25 +254,31 @@ class InspectionStore:
         return items
 
     def _deleted_found(self, text: str) -> list[dict[str, Any]]:
-        """Deleted memories (restorable from their tombstones) whose id is `text` or whose kept content holds it.
-        The tombstone keeps the memory as JSON: the graph narrows on the text as JSON writes it, the content
-        itself decides (an erased tombstone keeps no text and is never found)."""
+        """Deleted memories (restorable from their tombstones) whose id is `text` or whose kept content holds it."""
+        return [{"memory_id": memory_id, "type": properties.get("type"),
+                 "content": (properties.get("content") or "")[:PREVIEW_CHARS],
+                 "timestamp": properties.get("timestamp"), "relevance_score": properties.get("relevance_score"),
+                 "state": "deleted", "merged_into": properties.get("merged_into"),
+                 "superseded_by": properties.get("superseded_by"), "held_until": None, "deleted_at": deleted_at}
+                for memory_id, properties, _reason, deleted_at in self._tombstones_holding(text, by_id=True)]
+
+    def _tombstones_holding(self, text: str, by_id: bool = False) -> list[tuple[str, dict, Any, Any]]:
+        """The deleted memories whose kept content holds `text` (any case), or (`by_id`) whose id is `text`, newest
+        deletion first: id, kept properties, reason, when deleted. The tombstone keeps the memory as JSON: the
+        graph narrows on the text as JSON writes it, the content itself decides (an erased tombstone keeps no
+        text and is never found)."""
+        by_id_clause = "t.memory_id = $q OR " if by_id else ""
         rows = self.falkor.records(
-            "MATCH (t:Tombstone) WHERE t.state = 'deleted' AND (t.memory_id = $q OR toLower(t.memory) CONTAINS "
-            "toLower($escaped)) RETURN t.memory_id, t.memory, t.deleted_at ORDER BY t.deleted_epoch DESC, "
-            "t.memory_id", {"q": text, "escaped": json.dumps(text)[1:-1]}, read_only=True)
-        items = []
-        for memory_id, kept, deleted_at in rows:
-            properties = json.loads(kept).get("properties", {}) if kept else {}
-            content = properties.get("content") or ""
-            if memory_id != text and text.lower() not in content.lower():
-                continue
-            items.append({"memory_id": memory_id, "type": properties.get("type"), "content": content[:PREVIEW_CHARS],
-                          "timestamp": properties.get("timestamp"), "relevance_score": properties.get("relevance_score"),
-                          "state": "deleted", "merged_into": properties.get("merged_into"),
-                          "superseded_by": properties.get("superseded_by"), "held_until": None,
-                          "deleted_at": deleted_at})
-        return items
+            f"MATCH (t:Tombstone) WHERE t.state = 'deleted' AND ({by_id_clause}toLower(t.memory) CONTAINS "
+            "toLower($escaped)) RETURN t.memory_id, t.memory, t.reason, t.deleted_at "
+            "ORDER BY t.deleted_epoch DESC, t.memory_id", {"q": text, "escaped": json.dumps(text)[1:-1]},
+            read_only=True)
+        found = []
+        for memory_id, kept, reason, deleted_at in rows:
+            properties = _kept_properties(kept)
+            if (by_id and memory_id == text) or text.lower() in (properties.get("content") or "").lower():
+                found.append((memory_id, properties, reason, deleted_at))
+        return found
 
     def restorable(self, kind: str | None, limit: int, offset: int, text: str | None = None) -> Page:
         """Memories a restore brings back, newest first: archived, merged into another, or deleted (from their
@@ -308,23 +314,18 @@ class InspectionStore:
         return Page(items, total)
 
     def _deleted(self, limit: int, offset: int, text: str | None) -> Page:
-        """Deleted memories from their tombstones, newest deletion first. With `text`, the graph narrows on it as
-        the tombstone's JSON writes it, and the kept content decides (then paged here)."""
-        where = "MATCH (t:Tombstone) WHERE t.state = 'deleted'"
+        """Deleted memories from their tombstones, newest deletion first; with `text`, those whose kept content
+        holds it (paged here)."""
         if text:
-            rows = self.falkor.records(
-                f"{where} AND toLower(t.memory) CONTAINS toLower($escaped) RETURN t.memory_id, t.memory, t.reason, "
-                "t.deleted_at ORDER BY t.deleted_epoch DESC, t.memory_id", {"escaped": json.dumps(text)[1:-1]},
-                read_only=True)
-            items = [item for item in map(_deleted_item, rows) if text.lower() in item.pop("full_content").lower()]
+            items = [_deleted_item(*found) for found in self._tombstones_holding(text)]
             return Page(items[offset:offset + limit], len(items))
+        where = "MATCH (t:Tombstone) WHERE t.state = 'deleted'"
         rows = self.falkor.records(
             f"{where} WITH t ORDER BY t.deleted_epoch DESC, t.memory_id SKIP $offset LIMIT $limit "
             "RETURN t.memory_id, t.memory, t.reason, t.deleted_at",
             {"offset": offset, "limit": limit}, read_only=True)
-        items = [_deleted_item(row) for row in rows]
-        for item in items:
-            item.pop("full_content")
+        items = [_deleted_item(memory_id, _kept_properties(kept), reason, deleted_at)
+                 for memory_id, kept, reason, deleted_at in rows]
         return Page(items, self._count(where, "t"))
 
     def _count(self, match: str, variable: str, params: dict | None = None) -> int:
@@ -332,15 +333,16 @@ class InspectionStore:
         return int(rows[0][0]) if rows else 0
 
 
-def _deleted_item(row: list) -> dict[str, Any]:
-    """A tombstone's row (memory id, kept memory as JSON, reason, when) as a restorable item; `full_content`
-    holds the whole kept text for a filter to read."""
-    memory_id, snapshot, reason, deleted_at = row
-    properties = json.loads(snapshot).get("properties", {}) if snapshot else {}
-    content = properties.get("content") or ""
+def _kept_properties(kept: str | None) -> dict[str, Any]:
+    """The properties of a memory kept as JSON (by a tombstone or a merge record; none once erased)."""
+    return json.loads(kept).get("properties", {}) if kept else {}
+
+
+def _deleted_item(memory_id: str, properties: dict[str, Any], reason: Any, deleted_at: Any) -> dict[str, Any]:
+    """A deleted memory, from its tombstone, as a restorable item."""
     return {"memory_id": memory_id, "kind": "deleted", "type": properties.get("type"),
-            "content": content[:PREVIEW_CHARS], "since": deleted_at, "reason": reason, "merged_into": None,
-            "relevance_score": properties.get("relevance_score"), "full_content": content}
+            "content": (properties.get("content") or "")[:PREVIEW_CHARS], "since": deleted_at, "reason": reason,
+            "merged_into": None, "relevance_score": properties.get("relevance_score")}
 
 
 def _why(merged_into: str | None, canonical_text: str | None, archived_reason: str | None) -> str:

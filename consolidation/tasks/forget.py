@@ -70,8 +70,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     # first ones with their texts, read before anything is deleted; a page of the report reads the others' texts.
     listed = {"decisions": _public(ctx, judged, judged.acting, limit),
               "protections": _public(ctx, judged, judged.shielded, limit),
-              "awaiting_deletion": _public(ctx, judged, _awaiting(policy, judged, ctx.now, judged.awaiting.size),
-                                           limit)}
+              "awaiting_deletion": _public(ctx, judged, _awaiting(policy, judged, ctx.now), limit)}
     purged = 0
     if not dry_run:
         _apply(ctx, judged)
@@ -190,9 +189,9 @@ def _apply(ctx: TaskContext, judged: Judgement) -> None:
     ctx.lifecycle.delete(judged.to_delete, ctx.now)
 
 
-def _awaiting(policy: ForgetPolicy, judged: Judgement, now, limit: int) -> list[ForgetDecision]:
-    """The first `limit` archived memories waiting out the dwell before their deletion, soonest first."""
-    rows = judged.awaiting[:limit]
+def _awaiting(policy: ForgetPolicy, judged: Judgement, now) -> list[ForgetDecision]:
+    """The archived memories waiting out the dwell before their deletion, soonest first."""
+    rows = judged.awaiting
     days = days_between(judged.archived_since[rows], now)
     return [ForgetDecision(
         judged.scoring.ids[i], "await",
