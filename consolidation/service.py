@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from .demand import Demand
 from .embedding import Embedder, HashingEmbedder
 from .engine import ConsolidationEngine
 from .errors import StoreUnavailable
@@ -25,7 +26,7 @@ from .worker.process import ChildWorker, WorkerLinks
 from .worker.queue import RunQueue
 from .worker.runners import InlineRuns, QueuedRuns
 from .worker.scheduler import ConsolidationScheduler
-from .worker.vectors import RemoteVectors, RequestsInFlight
+from .worker.vectors import RemoteVectors
 
 # The workers' list status shows may be this old: their heartbeats are 2 s apart, and reading it costs two
 # round trips that, during a run, each wait behind the run's current write.
@@ -60,7 +61,7 @@ class RunPlacement:
             if start_scheduler if start_scheduler is not None else enabled:
                 services.scheduler.start()
         elif self.mode == "child" and start_scheduler is not False and services.worker is None:
-            services.worker = ChildWorker(services.settings, services.graphs, services.in_flight.busy)
+            services.worker = ChildWorker(services.settings, services.graphs, services.demand)
             services.worker.start()
 
 
@@ -74,8 +75,9 @@ class Services:
     checks: MemoryChecks  # a write's validation, run before a write makes a new graph
     placement: RunPlacement  # where this process's runs compute
     worker: ChildWorker | None = None  # the worker child this serving process started (CONSOLIDATION_WORKER=child)
-    # The requests being answered now: the worker child's calls into this process's vectors wait for them.
-    in_flight: RequestsInFlight = field(default_factory=RequestsInFlight)
+    # The requests being answered now, here and by the other processes on the data directory: the worker child's
+    # calls into this process's vectors wait for them, and every process's store writes are paced by them.
+    demand: Demand = field(default_factory=Demand)
     _run_queue: RunQueue | None = None
 
     # The default graph's parts: what a one-graph deployment (and most tests) work with.
@@ -161,6 +163,7 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
     embedder = embedder or HashingEmbedder(settings.vector_size)
     summarizer = summarizer_for(settings)
     placement = RunPlacement(settings.consolidation_worker, in_worker=worker)
+    demand = Demand.at(settings.data_dir)
 
     remote_vectors = remote_vectors_of(links) if links is not None and links.vectors_socket is not None else None
 
@@ -188,6 +191,7 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
             falkor = Falkor.connect(settings)
         if worker:
             falkor.readers = WORKER_SCAN_READERS
+        falkor.demand = demand
         return falkor
 
     graphs = GraphRegistry(settings, build, connect)
@@ -203,7 +207,7 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
         graphs.close()
         raise
     scheduler = ConsolidationScheduler(graphs, settings.consolidation_tick_seconds, clock)
-    return Services(settings, graphs, scheduler, MemoryChecks(settings, clock), placement)
+    return Services(settings, graphs, scheduler, MemoryChecks(settings, clock), placement, demand=demand)
 
 
 def remote_vectors_of(links: WorkerLinks) -> Callable[[str], VectorStore]:

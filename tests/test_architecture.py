@@ -20,7 +20,7 @@ LAYERS = [
     {"registry", "engine", "metrics"},
     {"tasks", "ingest", "importing", "recall", "reports", "clusters"},
     {"lifecycle"},
-    {"stores", "heartbeat"},
+    {"stores", "heartbeat", "demand"},
     # Pure rules (a module of a folder above may be named here: the lifecycle's state table is one).
     {"hygiene", "entities", "summaries", "embedding", "neighbours", "similarity", "scoring", "rules", "passes",
      "cadence", "revisits", "scopes", "identifiers", "memory", "validation", "json_input", "other_engine",

@@ -8,35 +8,35 @@ from consolidation.stores.falkor import WritePace
 from conftest import add_memories
 
 
-def test_a_write_pace_aims_at_the_target_time_within_halving_and_doubling(monkeypatch):
+def test_a_write_pace_aims_at_the_target_time_of_whether_anyone_waits(monkeypatch):
     monkeypatch.setattr(falkor_module, "WRITE_TARGET_SECONDS", 0.01)
+    monkeypatch.setattr(falkor_module, "IDLE_WRITE_SECONDS", 0.2)
+    monkeypatch.setattr(falkor_module, "IDLE_CHUNK_FACTOR", 10)
     pace = WritePace(500)
-    assert pace.rows == 500  # a new series starts at the largest chunk
-    pace.took(500, 0.025)  # 20,000 rows/s: 200 rows take 10 ms
-    assert pace.rows == 250  # but a step never more than halves
-    pace.took(250, 0.025)  # 10,000 rows/s: 100 rows
-    assert pace.rows == 125
-    pace.took(125, 0.0125)  # 10,000 rows/s again
-    assert pace.rows == 100
-    pace.took(100, 0.001)  # 100,000 rows/s: 1,000 rows, but at most double and at most the largest
-    assert pace.rows == 200
-    pace.took(200, 0.001)
-    assert pace.rows == 400
-    pace.took(400, 0.001)
-    assert pace.rows == 500
+    assert pace.next_rows(True) == pace.next_rows(False) == 500  # nothing measured yet: the largest short chunk
+    pace.took(500, 0.025)  # 20,000 rows/s
+    assert pace.next_rows(True) == 200  # 10 ms of them, however far below the last write
+    assert pace.next_rows(False) == 1000  # 200 ms would be 4,000 rows, but never more than double the last
+    pace.took(1000, 0.05)
+    assert pace.next_rows(False) == 2000
+    pace.took(2000, 0.1)
+    assert pace.next_rows(False) == 4000  # 200 ms at 20,000 rows/s
+    pace.took(4000, 0.001)  # 4M rows/s
+    assert pace.next_rows(False) == 5000  # at most ten times the largest short chunk
+    assert pace.next_rows(True) == 500
     slow = WritePace(500)
-    for _ in range(20):  # a write slower than the target at any size still writes WRITE_FEWEST_ROWS at a time
-        slow.took(slow.rows, 10.0)
-    assert slow.rows == falkor_module.WRITE_FEWEST_ROWS
+    slow.took(500, 10.0)  # slower than either target at any size: WRITE_FEWEST_ROWS at a time
+    assert slow.next_rows(True) == slow.next_rows(False) == falkor_module.WRITE_FEWEST_ROWS
 
 
 def test_paced_writes_write_every_row_once_in_order(services, monkeypatch):
     falkor = services.stores.graph.falkor
     monkeypatch.setattr(falkor_module, "WRITE_TARGET_SECONDS", 1e-6)  # every write is slow: chunks shrink
+    monkeypatch.setattr(falkor_module, "IDLE_WRITE_SECONDS", 1e-6)
     rows = list(range(137))
     falkor.write_chunks("UNWIND $rows AS row CREATE (:Paced {n: row})", rows, chunk=50)
     pace = falkor._paces[("UNWIND $rows AS row CREATE (:Paced {n: row})", 50)]
-    assert pace.rows == falkor_module.WRITE_FEWEST_ROWS  # 50 -> 25 -> 20
+    assert pace.next_rows(False) == falkor_module.WRITE_FEWEST_ROWS  # 50, then 20 at a time
     written = [int(row[0]) for row in falkor.execute("MATCH (p:Paced) RETURN p.n ORDER BY p.n")]
     assert written == rows
 
@@ -46,6 +46,7 @@ def test_write_pages_set_every_memory_with_pages_of_any_size(services, monkeypat
     falkor = services.stores.graph.falkor
     monkeypatch.setattr(falkor_module, "WRITE_CHUNK", 8)
     monkeypatch.setattr(falkor_module, "WRITE_TARGET_SECONDS", 1e-6)
+    monkeypatch.setattr(falkor_module, "IDLE_WRITE_SECONDS", 1e-6)
     monkeypatch.setattr(falkor_module, "WRITE_FEWEST_ROWS", 3)
     assert falkor.write_pages("", "true", "m.paced = true") == 45
     marked = {row[0] for row in falkor.execute("MATCH (m:Memory) WHERE m.paced = true RETURN m.id")}

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 import requests
 
+from consolidation import demand as demand_module
 from consolidation.api import create_app
 from consolidation.errors import StoreUnavailable
 from consolidation.service import build_services
@@ -133,40 +134,64 @@ def test_status_names_the_worker_processes_and_where_runs_compute(queued, auth):
 def test_the_vector_server_waits_while_requests_are_answered(services, app, auth, monkeypatch):
     """A worker child's call into the serving process's vectors waits for the requests in flight (at most
     GIVE_WAY_SECONDS): the run can wait, a request's client cannot."""
-    monkeypatch.setattr(worker_vectors, "GIVE_WAY_SECONDS", 0.3)
+    monkeypatch.setattr(demand_module, "GIVE_WAY_SECONDS", 0.3)
     seen_during_request = []
     real_status = services.engine.status
-    monkeypatch.setattr(services.engine, "status",
-                        lambda: seen_during_request.append(services.in_flight.busy()) or real_status())
+
+    def status():
+        looking = threading.Thread(target=lambda: seen_during_request.append(services.demand.in_flight()))
+        looking.start()
+        looking.join()
+        return real_status()
+
+    monkeypatch.setattr(services.engine, "status", status)
     assert app.test_client().get("/consolidate/status", headers=auth).status_code == 200
-    assert seen_during_request == [True] and not services.in_flight.busy()  # counted in, and out again
+    assert seen_during_request == [1] and services.demand.in_flight() == 0  # counted in, and out again
 
     ids = add_memories(services, 3)
     directory = tempfile.mkdtemp(prefix="wt-")
     path, key = Path(directory) / "v.sock", secrets.token_bytes(16)
-    server = VectorServer(path, key, lambda name: services.graphs.get(name).stores.vectors,
-                          services.in_flight.busy)
+    server = VectorServer(path, key, lambda name: services.graphs.get(name).stores.vectors, services.demand)
     remote = RemoteVectors(path, key, services.engine.graph_name)
+    ended = threading.Event()
     try:
         started = time.monotonic()
         remote.set_relevance(ids[:1], [0.5])
         idle = time.monotonic() - started
-        services.in_flight.enter()  # a request being answered
-        threading.Timer(0.1, services.in_flight.leave).start()
+        request = answering(services.demand, until=lambda: time.sleep(0.1))  # a request being answered
         started = time.monotonic()
         remote.set_relevance(ids[:1], [0.4])
         waited = time.monotonic() - started
+        request.join()
         assert idle < 0.1 and 0.09 <= waited < 0.3  # until the request ended, not the whole 0.3 s
-        services.in_flight.enter()  # a request that lasts: the call goes ahead after GIVE_WAY_SECONDS
+        request = answering(services.demand, until=ended.wait)  # one that lasts: the call goes after 0.3 s
         started = time.monotonic()
         remote.set_relevance(ids[:1], [0.3])
         assert 0.29 <= time.monotonic() - started < 1.0
         assert services.stores.vectors.payloads(ids[:1])[ids[0]]["relevance_score"] == pytest.approx(0.3)
     finally:
-        services.in_flight.leave()
+        ended.set()
         remote.close()
         server.close()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def answering(demand, until) -> threading.Thread:
+    """A thread answering a request (counted in demand) until `until()` returns; started once it is counted."""
+    counted = threading.Event()
+
+    def request():
+        demand.enter()
+        counted.set()
+        try:
+            until()
+        finally:
+            demand.leave()
+
+    thread = threading.Thread(target=request, daemon=True)
+    thread.start()
+    counted.wait()
+    return thread
 
 
 def test_the_vector_server_hands_over_every_call_exactly(services, tmp_path, monkeypatch):

@@ -22,19 +22,25 @@ from redis.retry import Retry
 from falkordb.exceptions import SchemaVersionMismatchException
 from falkordb.helpers import stringify_param_value
 
+from ..demand import Demand
 from ..errors import StoreUnavailable
 from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
-# Writes are chunked so that no single query holds FalkorDB for long: a write holds the whole server (every
-# client's command waits for it, reads of other graphs and plain Redis commands too), so its length is every
-# request's worst wait. WRITE_CHUNK is the most rows one write takes; the next chunk is sized from the rows per
-# second of the last one so that it lasts about WRITE_TARGET_SECONDS (at 1M memories 500 score rows took
-# 20-45 ms and 200 merge records 268 ms, and status requests, each waiting behind one, missed 50 ms).
+# While anyone waits (Demand.waiting), writes are chunked so that no single query holds FalkorDB for long: a
+# write holds the whole server (every client's command waits for it, reads of other graphs and plain Redis
+# commands too), so its length is every request's worst wait. WRITE_CHUNK is the most rows one write takes; the
+# next chunk is sized from the rows per second of the last one so that it lasts about WRITE_TARGET_SECONDS (at 1M
+# memories 500 score rows took 20-45 ms and 200 merge records 268 ms, and status requests, each waiting behind
+# one, missed 50 ms). While nobody waits, chunks are IDLE_CHUNK_FACTOR times larger and last up to
+# IDLE_WRITE_SECONDS: fewer round trips and query plans for a bulk load, and a request that comes waits for at
+# most one of them.
 WRITE_CHUNK = 500
 WRITE_TARGET_SECONDS = 0.01
 WRITE_FEWEST_ROWS = 20
+IDLE_CHUNK_FACTOR = 10
+IDLE_WRITE_SECONDS = 0.25
 PACES_KEPT = 512
 # Reads over every memory go a range of node ids at a time: one 100k-row reply holds the server while it is
 # written and this process's GIL while hiredis parses it (hundreds of ms), and status requests wait behind it.
@@ -69,10 +75,11 @@ class Falkor:
     """One FalkorDB graph reached through a redis client; every store error becomes StoreUnavailable."""
 
     def __init__(self, client: redis.Redis, graph_name: str, closer: Callable[[], None] | None = None,
-                 readers: int = SCAN_READERS):
+                 readers: int = SCAN_READERS, demand: Demand | None = None):
         self.client = client
         self.graph_name = graph_name
         self.readers = readers  # how many pages of a scan are asked at once
+        self.demand = demand or Demand()  # whether requests wait: writes are paced, a run's calls give way
         self._graph = Graph(client, graph_name)
         self._closer = closer
         self._paces: dict[tuple[str, int], WritePace] = {}  # by query and largest chunk: learnt once, kept
@@ -140,7 +147,7 @@ class Falkor:
 
     def for_graph(self, graph_name: str) -> Falkor:
         """Another graph on the same server and connection; closing it leaves the connection open."""
-        return Falkor(self.client, graph_name, readers=self.readers)
+        return Falkor(self.client, graph_name, readers=self.readers, demand=self.demand)
 
     def graph_names(self) -> list[str]:
         """Every graph the server holds (GRAPH.LIST)."""
@@ -198,9 +205,14 @@ class Falkor:
         if len(parameter_sets) <= 1:
             return self.execute(cypher, parameter_sets[0], read_only=True) if parameter_sets else []
         rows: list[list[Any]] = []
+        give_way = self.demand.give_way if not self.demand.inside_request() else lambda: None
+
+        def page(parameters: dict) -> list[list[Any]]:
+            give_way()  # each page of a run's scan lets the requests in flight go first
+            return self.execute(cypher, parameters, read_only=True)
+
         with ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="read") as pool:
-            for part in pool.map(lambda parameters: self.execute(cypher, parameters, read_only=True),
-                                 parameter_sets):
+            for part in pool.map(page, parameter_sets):
                 rows += part
         return rows
 
@@ -212,7 +224,7 @@ class Falkor:
         highest = self.highest_node_id()
         done, first, pace = 0, 0, self._pace(query, WRITE_CHUNK)
         while highest is not None and first <= highest:
-            after = first + pace.rows
+            after = first + self._next_rows(pace)
             with pace.timing(after - first):
                 rows = self.execute(query, {**(params or {}), "first": first, "after": after})
             done += int(rows[0][0]) if rows else 0
@@ -238,21 +250,30 @@ class Falkor:
         for first in range(0, highest + 1, step):
             yield {"first": first, "after": first + step}
 
-    def write_chunks(self, cypher: str, rows: Sequence[Any], chunk: int = WRITE_CHUNK, **params: Any) -> None:
-        """Run `UNWIND $rows AS row ...` over the rows, a chunk of at most `chunk` at a time (fewer when the
-        write is slow: see WRITE_TARGET_SECONDS), with any further parameters."""
-        done, pace = 0, self._pace(cypher, chunk)
+    def write_chunks(self, cypher: str, rows: Sequence[Any], chunk: int = WRITE_CHUNK,
+                     **params: Any) -> list[list[Any]]:
+        """Run `UNWIND $rows AS row ...` over the rows, a chunk of at most `chunk` at a time while anyone waits
+        (fewer when the write is slow, more while nobody waits: see WritePace), with any further parameters;
+        what the chunks return, in order."""
+        done, pace, returned = 0, self._pace(cypher, chunk), []
         while done < len(rows):
-            part = list(rows[done:done + pace.rows])
+            part = list(rows[done:done + self._next_rows(pace)])
             with pace.timing(len(part)):
-                self.execute(cypher, {**params, "rows": part})
+                returned += self.execute(cypher, {**params, "rows": part})
             done += len(part)
+        return returned
 
     def _pace(self, cypher: str, most: int) -> WritePace:
         """The pace of this write, as the last series of it left it (a new one starts at `most` rows)."""
         if len(self._paces) > PACES_KEPT:  # queries are a fixed set of texts; this only bounds a mistake
             self._paces.clear()
         return self._paces.setdefault((cypher, most), WritePace(most))
+
+    def _next_rows(self, pace: WritePace) -> int:
+        """The rows of a series' next write: short while anyone waits (after the requests in flight, for a
+        run's writes), long while nobody does."""
+        self.demand.give_way()
+        return pace.next_rows(self.demand.waiting())
 
     def _call(self, function: Callable, *args):
         try:
@@ -264,12 +285,22 @@ class Falkor:
 
 
 class WritePace:
-    """How many rows the next write of a series takes, so that each lasts about WRITE_TARGET_SECONDS: from the
-    rows per second of the last one, at most `most`, and never more than doubling or halving at once."""
+    """How many rows the next write of a series takes: from the rows per second of the last one, so that it
+    lasts about WRITE_TARGET_SECONDS while anyone waits (at most `most` rows) or IDLE_WRITE_SECONDS while nobody
+    does (at most IDLE_CHUNK_FACTOR times `most`), and never more than double the last."""
 
     def __init__(self, most: int):
         self.most = most
-        self.rows = most
+        self.rows = most  # the last write's rows
+        self.rows_per_second: float | None = None  # of the last write (None: none measured yet)
+
+    def next_rows(self, waiting: bool) -> int:
+        target, most = (WRITE_TARGET_SECONDS, self.most) if waiting else (IDLE_WRITE_SECONDS,
+                                                                         self.most * IDLE_CHUNK_FACTOR)
+        if self.rows_per_second is None:
+            return self.most
+        wanted = int(self.rows_per_second * target)
+        return max(min(WRITE_FEWEST_ROWS, most), min(wanted, 2 * self.rows, most))
 
     @contextmanager
     def timing(self, rows: int) -> Iterator[None]:
@@ -278,9 +309,8 @@ class WritePace:
         self.took(rows, time.perf_counter() - started)
 
     def took(self, rows: int, seconds: float) -> None:
-        wanted = int(rows / max(seconds, 1e-6) * WRITE_TARGET_SECONDS)
-        self.rows = max(min(WRITE_FEWEST_ROWS, self.most), min(wanted, 2 * self.rows, self.most),
-                        self.rows // 2)
+        self.rows = rows
+        self.rows_per_second = rows / max(seconds, 1e-6)
 
 
 def _paged(where: str, returns: str, then: str) -> str:

@@ -20,7 +20,7 @@ from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBER
 from .authors import AUTOMEM_SUMMARY_LABEL, RUN_LABEL, is_ours, mark
 from .report_pages import PAGE_LABEL
 from .control import control_node
-from .falkor import Falkor, booleans, chunked, floats
+from .falkor import Falkor, booleans, floats
 
 ACTIVE = "coalesce(m.archived, false) = false"
 NOT_SUMMARY = "coalesce(m.type, '') <> 'MetaPattern'"
@@ -137,16 +137,12 @@ class GraphStore:
 
     def create_memories(self, memories: Sequence[dict[str, Any]]) -> set[str]:
         """Create memories whose id is not taken yet (an existing one is never touched); returns the created ids."""
-        created: set[str] = set()
-        for part in chunked(list(memories), 500):
-            rows = self.falkor.execute(
-                NEXT_CHANGE + "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.memory.id}) "
-                f"WITH row, change WHERE e IS NULL CREATE (m:Memory) SET m = row.memory SET {STAMP}, {WITH_TERMS} "
-                "RETURN m.id",
-                {"rows": with_terms(part), "terms_version": TERMS_VERSION},
-            )
-            created.update(row[0] for row in rows)
-        return created
+        rows = self.falkor.write_chunks(
+            NEXT_CHANGE + "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.memory.id}) "
+            f"WITH row, change WHERE e IS NULL CREATE (m:Memory) SET m = row.memory SET {STAMP}, {WITH_TERMS} "
+            "RETURN m.id",
+            with_terms(memories), chunk=500, terms_version=TERMS_VERSION)
+        return {row[0] for row in rows}
 
     def replace_memories(self, memories: Sequence[dict[str, Any]]) -> None:
         """Replace every property of existing memories (their edges stay). The fact terms dedup stored stay too:

@@ -13,11 +13,11 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..demand import Demand
 from ..errors import StoreUnavailable
 from ..heartbeat import Heartbeat
 from ..settings import child_environment
@@ -142,9 +142,9 @@ class ChildWorker:
     """The worker child of a serving process: started beside it, restarted if it dies, stopped with it. With
     embedded vectors it is fed through a VectorServer; with embedded FalkorDB it attaches to its socket."""
 
-    def __init__(self, settings: Settings, graphs: GraphRegistry, busy: Callable[[], bool] = lambda: False):
+    def __init__(self, settings: Settings, graphs: GraphRegistry, demand: Demand | None = None):
         self.settings, self.graphs = settings, graphs
-        self.busy = busy  # whether the serving process is answering requests: the vector server waits for them
+        self.demand = demand or Demand()  # the requests in flight: the vector server's calls wait for them
         self.process: subprocess.Popen | None = None
         self.restarts = 0
         self._stopping = threading.Event()
@@ -161,7 +161,7 @@ class ChildWorker:
             self._directory = tempfile.mkdtemp(prefix="consolidation-")
             vectors_socket = Path(self._directory) / "vectors.sock"
             self._server = VectorServer(vectors_socket, authkey, lambda name: graphs.get(name).stores.vectors,
-                                        self.busy)
+                                        self.demand)
         falkordb_socket = graphs.connection().socket_path if settings.falkordb_host is None else None
         self._links = WorkerLinks(falkordb_socket, vectors_socket, authkey)
         self._spawn()

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..demand import Demand
 from ..errors import StoreUnavailable
 from ..stores.vectors import Hit, SearchFilter, VectorPoint, VectorStore
 
@@ -29,43 +30,19 @@ BYTES_PER_SEND = 8 * 1024 * 1024
 # 340 ms (status requests waited that long), 50,000 at a time 10 ms (and 72 ms in all, not 340).
 ITEMS_PER_SEND = 50_000
 SWITCH_INTERVAL_SECONDS = 0.001
-# The longest a child's call waits for this process's requests in flight before it is answered anyway: a call
-# answered meanwhile (1,000 scores set, ~15 ms of Python) would share the GIL with them. During a full run at a
-# million memories, POST /recall at 20/s had p99 86-121 ms (the decay's 652k scores set here in one call per point);
-# the run waits only while requests are being answered.
-GIVE_WAY_SECONDS = 0.05
-GIVE_WAY_STEP_SECONDS = 0.001
 CALLS = frozenset({"upsert", "vectors", "all_vectors", "payloads", "set_relevance", "set_archived",
                    "set_superseded", "set_fields", "set_scopes", "search", "delete", "count", "ids", "ping",
                    "describe"})
 
 
-class RequestsInFlight:
-    """How many requests this process is answering now (the web layer counts them in and out)."""
-
-    def __init__(self):
-        self._count = 0
-        self._lock = threading.Lock()
-
-    def enter(self) -> None:
-        with self._lock:
-            self._count += 1
-
-    def leave(self) -> None:
-        with self._lock:
-            self._count = max(0, self._count - 1)
-
-    def busy(self) -> bool:
-        return self._count > 0
-
-
 class VectorServer:
-    """The holder's side: a thread accepting the child's connections, one thread answering each; each call waits
-    (at most GIVE_WAY_SECONDS) while `busy()` says requests are being answered."""
+    """The holder's side: a thread accepting the child's connections, one thread answering each; each call first
+    gives way to the requests in flight (`demand`)."""
 
     def __init__(self, path: Path, authkey: bytes, vectors_of: Callable[[str], VectorStore],
-                 busy: Callable[[], bool] = lambda: False):
-        self.path, self.authkey, self.vectors_of, self.busy = path, authkey, vectors_of, busy
+                 demand: Demand | None = None):
+        self.path, self.authkey, self.vectors_of = path, authkey, vectors_of
+        self.demand = demand or Demand()
         path.unlink(missing_ok=True)
         self._listener = Listener(str(path), family="AF_UNIX", authkey=authkey)
         path.chmod(0o600)
@@ -99,19 +76,15 @@ class VectorServer:
                     graph, method, args = connection.recv()
                 except (EOFError, OSError):
                     return
-                self._give_way()
+                # A call answered meanwhile (1,000 scores set, ~15 ms of Python) would share the GIL with the
+                # requests: during a full run at a million memories, POST /recall at 20/s had p99 86-121 ms.
+                self.demand.give_way()
                 try:
                     self._answer(connection, self._call(graph, method, args))
                 except StoreUnavailable as exc:
                     connection.send(("unavailable", exc.store, exc.detail))
                 except Exception as exc:  # reported to the child as its call's failure
                     connection.send(("failed", f"{type(exc).__name__}: {exc}"))
-
-    def _give_way(self) -> None:
-        """Let the requests in flight finish first (a run can wait; a request's client is waiting)."""
-        deadline = time.monotonic() + GIVE_WAY_SECONDS
-        while self.busy() and time.monotonic() < deadline:
-            time.sleep(GIVE_WAY_STEP_SECONDS)
 
     def _call(self, graph: str, method: str, args: tuple) -> Any:
         if method not in CALLS:
