@@ -1,5 +1,5 @@
-"""Imports at full speed when nobody waits, paced when someone does: an import of N memories (JSON lines, the
-built-in embedder) into an empty embedded store, first alone, then again into another empty store while
+"""Imports at full speed when nobody waits, paced when someone does: an import of N memories (JSON lines with
+their embeddings, as an agent's export has them) into an empty embedded store, first alone, then again into another empty store while
 `GET /consolidate/status` is asked 20 times a second; and the benchmark's own load (both stores written
 directly) of N memories, alone.
 
@@ -36,9 +36,11 @@ FIELDS = ("id", "content", "type", "timestamp", "last_accessed", "importance", "
 
 
 def import_lines(n: int) -> bytes:
-    """N memories of the benchmark's dataset as an import file (no vectors: the service embeds them)."""
-    memories = generate(n, utc_now()).memories
-    return "\n".join(json.dumps({key: m[key] for key in FIELDS if key in m}) for m in memories).encode()
+    """N memories of the benchmark's dataset as an import file, each with its embedding (5 decimals)."""
+    data = generate(n, utc_now())
+    return "\n".join(json.dumps({**{key: m[key] for key in FIELDS if key in m},
+                                  "embedding": [round(x, 5) for x in vector.tolist()]})
+                      for m, vector in zip(data.memories, data.vectors)).encode()
 
 
 def timed_import(n: int, with_status: bool) -> dict:

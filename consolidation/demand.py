@@ -97,10 +97,10 @@ class Demand:
             return True
         return bool((live["last_left"] > time.monotonic() - LINGER_SECONDS).any())
 
-    def give_way(self) -> None:
+    def give_way(self, bulk: bool = False) -> None:
         """Wait (at most GIVE_WAY_SECONDS) while requests are in flight: for a run's store calls, never a
-        request's own."""
-        if self._inside():
+        request's own, unless it is a `bulk` one (an import) that the others should not queue behind."""
+        if self._inside() and not bulk:
             return
         deadline = time.monotonic() + GIVE_WAY_SECONDS
         while self.in_flight() > 0 and time.monotonic() < deadline:

@@ -26,6 +26,9 @@ TIME_FIELDS = ("timestamp", "last_accessed", "archived_at")
 READ, CHECKED, WRITTEN = "read", "checked", "written"
 # Often enough for a bar to move smoothly, rarely enough to cost nothing next to parsing a line.
 PROGRESS_EVERY = 1000
+# A bulk read lets requests in flight go first this often (a line with an embedding takes ~0.3 ms to check):
+# a thread reading lines in pure Python shares the GIL with them, and they waited 40-100 ms for it.
+GIVE_WAY_EVERY = 50
 
 ImportProgress = Callable[[str, int, int], None]
 
@@ -96,7 +99,8 @@ class ImportPlan:
 
 
 def read_jsonl(data: bytes, report: ImportReport, progress: ImportProgress = no_progress,
-               scope_properties: tuple[str, ...] = ()) -> list[tuple[int, dict[str, Any]]]:
+               scope_properties: tuple[str, ...] = (),
+               give_way: Callable[[], None] = lambda: None) -> list[tuple[int, dict[str, Any]]]:
     """Each non-blank line as a JSON object with its id (derived from the line and its scope when it has none).
 
     Lines end at "\\n" only (a trailing "\\r" is dropped): U+2028 and other Unicode line breaks are content.
@@ -108,6 +112,8 @@ def read_jsonl(data: bytes, report: ImportReport, progress: ImportProgress = no_
     for number, raw in enumerate(raw_lines, start=1):
         if number % PROGRESS_EVERY == 0:
             progress(READ, min(number, total), total)
+        if number % GIVE_WAY_EVERY == 0:
+            give_way()
         raw = raw.removesuffix(b"\r")
         if not raw.strip():
             continue
@@ -166,7 +172,8 @@ def _shifted(number: int, body: dict[str, Any], delta: timedelta, report: Import
 
 
 def parse_lines(bodies: list[tuple[int, dict[str, Any]]], parse: Callable[[Any], NewMemory],
-                report: ImportReport, progress: ImportProgress = no_progress) -> list[ImportLine]:
+                report: ImportReport, progress: ImportProgress = no_progress,
+                give_way: Callable[[], None] = lambda: None) -> list[ImportLine]:
     """Validate each line; a line repeating an earlier line's id is skipped if it says the same, else refused."""
     lines: list[ImportLine] = []
     first: dict[str, ImportLine] = {}
@@ -174,6 +181,8 @@ def parse_lines(bodies: list[tuple[int, dict[str, Any]]], parse: Callable[[Any],
     for done, (number, body) in enumerate(bodies):
         if done and done % PROGRESS_EVERY == 0:
             progress(CHECKED, done, len(bodies))
+        if done % GIVE_WAY_EVERY == 0:
+            give_way()
         try:
             line = ImportLine(number, parse(body))
         except InvalidInput as exc:

@@ -176,7 +176,8 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
         except StoreUnavailable:
             pass  # a store still down: the scheduler's ticks finish them once it answers
 
-        memories = MemoryService(settings, stores, embedder, engine.lifecycle, engine.refresh_summaries, clock)
+        memories = MemoryService(settings, stores, embedder, engine.lifecycle, engine.refresh_summaries, clock,
+                                 demand)
         try:
             memories.requests.complete_pending()  # supersessions and purges a crash interrupted
         except StoreUnavailable:
