@@ -198,8 +198,9 @@ def full_run(services, settings) -> dict:
     peak = _peak_memory_mb()
     record = services.engine.get_run(run.id) or {}
     tasks = {task: report.get("seconds") for task, report in (record.get("result") or {}).items()}
+    rescored = ((record.get("result") or {}).get("decay") or {}).get("scores_changed")
     progress(f"full run: {seconds:.2f} s ({tasks}), peak RSS {peak:.0f} MB (before: {baseline:.0f} MB), "
-             f"{len(latencies)} status requests")
+             f"{len(latencies)} status requests, decay rewrote {rescored} scores")
     ms = np.array(latencies) * 1000 if latencies else np.zeros(1)
     return {"full_run_seconds": round(seconds, 2), "full_run_tasks": tasks, "peak_rss_mb": round(peak),
             "rss_before_mb": round(baseline),

@@ -65,8 +65,6 @@ def keep_out_of_collections() -> None:
     A serving process holds a store's ids in a few containers of a million items each; every full collection
     walked them (~100 ms at a million points, every request thread stopped meanwhile: at 20 recalls a second
     two or three a minute, which made POST /recall's p99 49-80 ms against 26 ms frozen). Objects made later
-    are collected as before; what is frozen is still freed when nothing refers to it. Only the young
-    generations are collected first: a full collection walks whatever else the process holds at that moment
-    (an import's 100k lines with their embeddings: 0.3-1 s with the GIL held, requests waiting)."""
-    gc.collect(1)
+    are collected as before; what is frozen is still freed when nothing refers to it."""
+    gc.collect()
     gc.freeze()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -109,6 +110,24 @@ def add_memory(services, vector=None, **fields) -> str:
     services.stores.vectors.upsert([VectorPoint(memory["id"], unit(vector), payload_of(memory, services.stores.graph.scoping))])
     services.stores.graph.upsert_memories([memory])
     return memory["id"]
+
+
+def answering(demand, until) -> threading.Thread:
+    """A thread answering a request (counted in demand) until `until()` returns; started once it is counted."""
+    counted = threading.Event()
+
+    def request():
+        demand.enter()
+        counted.set()
+        try:
+            until()
+        finally:
+            demand.leave()
+
+    thread = threading.Thread(target=request, daemon=True)
+    thread.start()
+    counted.wait()
+    return thread
 
 
 def add_memories(services, count: int, **fields) -> list[str]:

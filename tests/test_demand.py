@@ -14,7 +14,7 @@ from consolidation import demand as demand_module
 from consolidation.demand import Demand
 from consolidation.stores import falkor as falkor_module
 
-from tests.test_worker import answering
+from tests.conftest import answering
 
 ROOT = Path(__file__).resolve().parent.parent
 # Another process serving the same data directory: it enters a request, says so, and holds it until killed.

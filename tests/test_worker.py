@@ -28,7 +28,7 @@ from consolidation.worker import runners as worker_runners
 from consolidation.worker import vectors as worker_vectors
 from consolidation.worker.process import Worker, WorkerLinks
 from consolidation.worker.vectors import RemoteVectors, VectorServer
-from tests.conftest import add_memories, make_settings, unit
+from tests.conftest import add_memories, answering, make_settings, unit
 from tests.processes import AUTH, free_port, gunicorn, stop, wait_answering
 
 
@@ -174,24 +174,6 @@ def test_the_vector_server_waits_while_requests_are_answered(services, app, auth
         remote.close()
         server.close()
         shutil.rmtree(directory, ignore_errors=True)
-
-
-def answering(demand, until) -> threading.Thread:
-    """A thread answering a request (counted in demand) until `until()` returns; started once it is counted."""
-    counted = threading.Event()
-
-    def request():
-        demand.enter()
-        counted.set()
-        try:
-            until()
-        finally:
-            demand.leave()
-
-    thread = threading.Thread(target=request, daemon=True)
-    thread.start()
-    counted.wait()
-    return thread
 
 
 def test_the_vector_server_hands_over_every_call_exactly(services, tmp_path, monkeypatch):
