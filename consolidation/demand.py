@@ -87,15 +87,16 @@ class Demand:
 
     def in_flight(self) -> int:
         """Requests being answered now by any process, the calling thread's own left out."""
-        live = self._live()
-        return int(live["in_flight"].sum()) - self._inside()
+        return self._others(self._live())
 
     def waiting(self) -> bool:
         """Whether anyone waits on the stores: a request in flight, or one that ended under LINGER_SECONDS ago."""
         live = self._live()
-        if int(live["in_flight"].sum()) - self._inside() > 0:
-            return True
-        return bool((live["last_left"] > time.monotonic() - LINGER_SECONDS).any())
+        return self._others(live) > 0 or bool((live["last_left"] > time.monotonic() - LINGER_SECONDS).any())
+
+    def _others(self, live: np.ndarray) -> int:
+        """The requests in flight in these slots, the calling thread's own left out."""
+        return int(live["in_flight"].sum()) - self._inside()
 
     def give_way(self, bulk: bool = False) -> None:
         """Wait (at most GIVE_WAY_SECONDS) while requests are in flight: for a run's store calls, never a

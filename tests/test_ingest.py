@@ -172,11 +172,17 @@ def test_the_cli_imports_a_file_once(tmp_path, monkeypatch):
     assert second.exit_code == 0 and "already holds memories" in second.output
 
 
-def test_the_cli_reports_bad_lines_and_exits_nonzero(tmp_path, monkeypatch):
+def cli_import_file(tmp_path, monkeypatch, text: str) -> Path:
+    """An import file `bad.jsonl` holding `text`, and the CLI's settings pointed at a data directory of its own."""
     monkeypatch.setenv("ADMIN_API_TOKEN", TOKEN)
     monkeypatch.setenv("DATA_DIR", str(tmp_path / "cli"))
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"content": "fine"}\n{"content": "x", "importance": 2}\n')
+    bad.write_text(text)
+    return bad
+
+
+def test_the_cli_reports_bad_lines_and_exits_nonzero(tmp_path, monkeypatch):
+    bad = cli_import_file(tmp_path, monkeypatch, '{"content": "fine"}\n{"content": "x", "importance": 2}\n')
     result = CliRunner().invoke(cli, ["import", str(bad)])
     assert result.exit_code == 1
     assert "bad.jsonl:2: importance" in result.output and "nothing imported" in result.output
@@ -252,10 +258,8 @@ def test_an_import_into_a_new_graph_is_made_only_if_a_line_survives(settings):
 
 
 def test_the_cli_skips_bad_lines_when_asked_and_says_so(tmp_path, monkeypatch):
-    monkeypatch.setenv("ADMIN_API_TOKEN", TOKEN)
-    monkeypatch.setenv("DATA_DIR", str(tmp_path / "cli"))
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"content": "fine"}\n{"content": "x", "importance": 2}\n{broken\n{"content": "fine too"}\n')
+    bad = cli_import_file(tmp_path, monkeypatch,
+                          '{"content": "fine"}\n{"content": "x", "importance": 2}\n{broken\n{"content": "fine too"}\n')
     refused = CliRunner().invoke(cli, ["import", str(bad)])
     assert refused.exit_code == 1 and "bad.jsonl:2: importance" in refused.stderr
     assert "nothing imported: 2 invalid line(s); --skip-bad-lines imports the other lines" in refused.stderr
