@@ -8,6 +8,9 @@ from datetime import UTC, datetime
 import numpy as np
 
 SECONDS_PER_DAY = 86400.0
+UTC_SUFFIX = b"+00:00"
+CANONICAL_LENGTHS = (25, 32)  # to_iso's spellings, without and with microseconds
+CANONICAL_WIDTH = 33  # bytes a text is read into: one more than the longest spelling, so a longer text shows
 
 
 class TimeOutOfRange(ValueError):
@@ -38,21 +41,49 @@ def parse_iso(text: str) -> datetime:
 def epoch_seconds(texts: Iterable[str | None]) -> np.ndarray:
     """Seconds since the epoch for each ISO string; NaN where a time is missing or unreadable.
 
-    The store's own spelling (to_iso: UTC, "+00:00", microseconds or none) is read by numpy, a whole column at
-    once (at a million memories, 0.31 against 0.48 s one at a time); anything else one at a time."""
-    texts = list(texts)
-    canonical = [text[:-6] if isinstance(text, str) and len(text) in (25, 32) and text[10] == "T"
-                 and text.endswith("+00:00") else None for text in texts]
+    The store's own spelling (to_iso: UTC, "+00:00", microseconds or none) is checked and read by numpy, a whole
+    column at once, as bytes: at a million memories 0.3 s against 0.5 s checking each text in Python first, and
+    0.05 s against 0.5 s for a column of nulls (most memories have no archive or hold time). Anything else is
+    read one at a time."""
+    values = np.fromiter(texts, dtype=object)
+    seconds = np.full(len(values), np.nan)
+    present = np.flatnonzero(values != None)  # noqa: E711 (an elementwise comparison)
+    if present.size:
+        seconds[present] = _canonical_seconds(values[present])
+    return seconds
+
+
+def _canonical_seconds(values: np.ndarray) -> np.ndarray:
+    """epoch_seconds of values none of which is None."""
+    chars = _as_bytes(values)
+    canonical = np.zeros(len(values), dtype=bool)
+    for length in CANONICAL_LENGTHS:
+        # This length exactly, ending in the UTC offset, with "T" between date and time.
+        spelled = (chars[:, length - 1] != 0) & (chars[:, length] == 0) & (chars[:, 10] == ord("T")) & \
+            (chars[:, length - len(UTC_SUFFIX):length] == np.frombuffer(UTC_SUFFIX, np.uint8)).all(axis=1)
+        chars[spelled, length - len(UTC_SUFFIX):length] = 0  # numpy reads the date and time before it
+        canonical |= spelled
+    chars[~canonical] = 0  # numpy reads b"" as NaT
     try:
-        moments = np.array(canonical, dtype="datetime64[us]")  # None: NaT
+        moments = chars.view(f"S{CANONICAL_WIDTH}").ravel().astype("datetime64[us]")
     except ValueError:  # a text of that shape numpy cannot read (an impossible date): each one on its own
-        return np.fromiter(map(epoch_or_nan, texts), dtype=np.float64, count=len(texts))
+        return np.fromiter(map(epoch_or_nan, values), dtype=np.float64, count=len(values))
     micros = moments.astype(np.int64)
     # Microseconds held exactly in a float (years 1685-2255), divided once: as timedelta.total_seconds() does.
-    seconds = micros / 1e6
-    for index in np.flatnonzero(np.isnat(moments) | (np.abs(micros) >= 2**53)).tolist():
-        seconds[index] = epoch_or_nan(texts[index])
+    seconds = np.where(canonical, micros / 1e6, np.nan)
+    for index in np.flatnonzero(~canonical | (np.abs(micros) >= 2**53)).tolist():
+        seconds[index] = epoch_or_nan(values[index])
     return seconds
+
+
+def _as_bytes(values: np.ndarray) -> np.ndarray:
+    """The values as rows of CANONICAL_WIDTH bytes (zero-padded); anything but an ASCII text as no bytes."""
+    try:
+        chars = values.astype(f"S{CANONICAL_WIDTH}")
+    except (UnicodeEncodeError, ValueError, TypeError):
+        chars = np.array([value if type(value) is str and value.isascii() else "" for value in values],
+                         dtype=f"S{CANONICAL_WIDTH}")
+    return chars.view(np.uint8).reshape(len(values), CANONICAL_WIDTH)
 
 
 def iso_texts(epochs: np.ndarray) -> list[str | None]:
@@ -71,8 +102,8 @@ def iso_texts(epochs: np.ndarray) -> list[str | None]:
 
 
 def epoch_or_nan(text: str | None) -> float:
-    """Seconds since the epoch of one ISO string; NaN if it is missing or unreadable."""
-    if not text:
+    """Seconds since the epoch of one ISO string; NaN if it is missing, unreadable or not a text."""
+    if not text or not isinstance(text, str):
         return np.nan
     try:
         return parse_iso(text).timestamp()

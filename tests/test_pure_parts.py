@@ -262,9 +262,10 @@ def test_due_times_kept_between_passes():
         lambda moment: moment.replace(tzinfo=UTC).isoformat()),
     st.datetimes(timezones=st.timezones()).map(lambda moment: moment.isoformat()),
     st.from_regex(r"\A[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{6})?\+00:00\Z"),
-    st.none(), st.just(""), st.text(max_size=32)), max_size=12))
+    st.none(), st.just(""), st.text(max_size=40), st.integers(), st.lists(st.text(max_size=3), max_size=2)),
+    max_size=12))
 def test_a_column_of_times_reads_as_each_time_does_on_its_own(texts):
     """The store's spelling (read by numpy), other offsets, impossible dates of that shape, text that is no
-    time at all, nothing: every value is what reading that one text alone gives."""
+    time at all, values that are not texts, nothing: every value is what reading that one alone gives."""
     expected = np.array([epoch_or_nan(text) for text in texts], dtype=np.float64)
     assert np.array_equal(epoch_seconds(texts), expected, equal_nan=True)

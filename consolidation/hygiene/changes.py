@@ -119,8 +119,12 @@ def changes_over_time(candidates: Sequence[Candidate], similarity: Callable[[Can
               for t in fact.change.old | fact.change.subject | fact.change.new}
     by_term: dict[str, set[int]] = defaultdict(set)
     for index, candidate in enumerate(candidates):
-        statements = [f.statement for f, _ in candidate.variants] if candidate.merged_texts else \
-            [candidate.fact.statement]
+        if candidate.merged_texts:
+            statements = [f.statement for f, _ in candidate.variants]
+        elif candidate.fact.statement.isdisjoint(wanted):  # most memories: no set built for them (1M of them)
+            continue
+        else:
+            statements = [candidate.fact.statement]
         for statement in statements:
             for term in statement & wanted:
                 by_term[term].add(index)
@@ -402,16 +406,13 @@ def _filed_together(candidates, order: np.ndarray, times: np.ndarray) -> set[tup
     hashes). In numpy: the entries sorted by that hash, then each compared with the next ones of the same hash
     while they are within the tolerance, a step of distance at a time (8M entries at a million memories, which
     a dictionary of lists took 10 s to file)."""
-    places = [place for place, i in enumerate(order.tolist())
-              if candidates[i].fact.change is None and candidates[i].fact.key]
+    places, keys, type_names = _plain_statements(candidates, order)
     if not places:
         return set()
-    keys = [candidates[order[place]].fact.key for place in places]
     counts = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
     terms = np.fromiter(map(hash, chain.from_iterable(keys)), dtype=np.int64, count=int(counts.sum()))
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    types = np.fromiter((hash(candidates[order[place]].type) for place in places), dtype=np.int64,
-                        count=len(places))
+    types = np.fromiter(map(hash, type_names), dtype=np.int64, count=len(places))
     whole = np.repeat(np.bitwise_xor.reduceat(terms, starts) ^ types, counts)  # type and key, order-free
     entry = terms != hash(NOT)  # NOT is part of the key, never the one term that differs
     filed = (whole ^ terms)[entry]  # the type and key without this term
@@ -432,6 +433,19 @@ def _filed_together(candidates, order: np.ndarray, times: np.ndarray) -> set[tup
         step += 1
         active = active[active + step < filed.size]
     return set(zip(np.concatenate(firsts).tolist(), np.concatenate(seconds).tolist()))
+
+
+def _plain_statements(candidates, order: np.ndarray) -> tuple[list[int], list[frozenset[str]], list[str]]:
+    """The places (in time order) of the plain statements with a key, their keys and their types: one pass."""
+    places, keys, types = [], [], []
+    for place, index in enumerate(order.tolist()):
+        candidate = candidates[index]
+        fact = candidate.fact
+        if fact.change is None and fact.key:
+            places.append(place)
+            keys.append(fact.key)
+            types.append(candidate.type)
+    return places, keys, types
 
 
 def _reason(change: Change, said: str, older: str, similarity: float) -> str:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +183,8 @@ class Falkor:
         time (`then`: a further MATCH from each memory)."""
         rows = self._read_all(_paged(where, returns, then), [{**(params or {}), **page}
                                                             for page in self._id_ranges(SCAN_PAGE)])
-        return [list(column) for column in zip(*rows)] if rows else []
+        # A column at a time (a third faster than transposing with zip(*rows) at a million rows).
+        return [list(map(itemgetter(column), rows)) for column in range(len(rows[0]))] if rows else []
 
     def scan_records(self, where: str, returns: str, then: str = "") -> list[list[Any]]:
         """scan_memories as rows of parsed values (lists, maps): for the few scans that return them."""
