@@ -25,7 +25,7 @@ LAYERS = [
     {"hygiene", "entities", "summaries", "embedding", "neighbours", "similarity", "scoring", "rules", "passes",
      "cadence", "revisits", "scopes", "identifiers", "memory", "validation", "json_input", "other_engine",
      "lifecycle.states"},
-    {"settings", "graphs", "errors", "timeutil", "logs", "heap", "__init__"},
+    {"settings", "graphs", "errors", "timeutil", "logs", "heap", "slices", "__init__"},
 ]
 
 

@@ -12,6 +12,7 @@ from consolidation.clusters import match_clusters
 from consolidation.embedding import HashingEmbedder
 from consolidation.cadence import due_tasks, next_due
 from consolidation.similarity import clusters, normalized, similar_pairs_exact
+from consolidation.slices import SLICE, columns_of, joined, slices
 from consolidation.stores.graph import MetaPatternRecord
 from consolidation.timeutil import epoch_or_nan, epoch_seconds
 from consolidation.summaries import ClusterMember, HeuristicSummarizer, key_terms
@@ -268,4 +269,25 @@ def test_a_column_of_times_reads_as_each_time_does_on_its_own(texts):
     """The store's spelling (read by numpy), other offsets, impossible dates of that shape, text that is no
     time at all, values that are not texts, nothing: every value is what reading that one alone gives."""
     expected = np.array([epoch_or_nan(text) for text in texts], dtype=np.float64)
+    assert np.array_equal(epoch_seconds(texts), expected, equal_nan=True)
+
+
+def test_rows_become_columns_and_slices_join_whole():
+    """columns_of and slices / joined give what one call over everything gives, across slice boundaries."""
+    rows = [(index, f"id-{index}", index % 3 == 0) for index in range(1, 11)]
+    assert columns_of(rows, size=3) == [list(range(1, 11)), [f"id-{i}" for i in range(1, 11)],
+                                        [i % 3 == 0 for i in range(1, 11)]]
+    assert columns_of([]) == []
+    parts = [np.array(part, dtype=np.int64) * 2 for part in slices(list(range(10)), size=4)]
+    assert [len(part) for part in parts] == [4, 4, 2]
+    assert joined(parts, np.int64).tolist() == [2 * i for i in range(10)]
+    assert joined([], np.float64).dtype == np.float64 and joined([], np.float64).size == 0
+
+
+def test_a_column_longer_than_a_slice_reads_as_each_time_on_its_own():
+    """Times read a slice at a time (SLICE) read as each one alone, on both sides of a slice's edge."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    moments = [start + timedelta(seconds=17 * i, microseconds=i % 7) for i in range(SLICE + 500)]
+    texts = [None if i % 5 == 0 else moment.isoformat() for i, moment in enumerate(moments)]
+    expected = np.array([np.nan if text is None else moment.timestamp() for text, moment in zip(texts, moments)])
     assert np.array_equal(epoch_seconds(texts), expected, equal_nan=True)

@@ -18,6 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..slices import joined, slices
 from .candidate import Candidate
 from .facts import NOT, PREFER, Change, _stem, _tokens, is_value
 from .evidence import weigh
@@ -409,10 +410,12 @@ def _filed_together(candidates, order: np.ndarray, times: np.ndarray) -> set[tup
     places, keys, type_names = _plain_statements(candidates, order)
     if not places:
         return set()
-    counts = np.fromiter(map(len, keys), dtype=np.int64, count=len(keys))
-    terms = np.fromiter(map(hash, chain.from_iterable(keys)), dtype=np.int64, count=int(counts.sum()))
+    counts = joined([np.fromiter(map(len, part), dtype=np.int64, count=len(part)) for part in slices(keys)], np.int64)
+    terms = joined([np.fromiter(map(hash, chain.from_iterable(part)), dtype=np.int64) for part in slices(keys)],
+                   np.int64)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    types = np.fromiter(map(hash, type_names), dtype=np.int64, count=len(places))
+    types = joined([np.fromiter(map(hash, part), dtype=np.int64, count=len(part)) for part in slices(type_names)],
+                   np.int64)
     whole = np.repeat(np.bitwise_xor.reduceat(terms, starts) ^ types, counts)  # type and key, order-free
     entry = terms != hash(NOT)  # NOT is part of the key, never the one term that differs
     filed = (whole ^ terms)[entry]  # the type and key without this term

@@ -21,6 +21,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..similarity import INDEX, Pairs
+from ..slices import columns_of, joined, slices
 from ..timeutil import epoch_or_nan
 from .candidate import Candidate
 from .facts import NOT
@@ -174,8 +175,8 @@ class KeyColumns(NamedTuple):
         kinds: dict = {}
         rows = [(kinds.setdefault((c.type, c.scope), len(kinds)), len(c.fact.key), NOT in c.fact.key,
                  c.fact.change is None, c.fact.number_count, c.fact.number_hash) for c in candidates]
-        columns = list(zip(*rows)) if rows else [()] * 6
-        return cls(*(np.array(column, dtype=dtype) for column, dtype in
+        columns = columns_of(rows) if rows else [[]] * 6
+        return cls(*(joined([np.array(part, dtype=dtype) for part in slices(column)], dtype) for column, dtype in
                      zip(columns, (np.int64, np.int64, bool, bool, np.int64, np.int64))))
 
 
