@@ -46,6 +46,7 @@ SCORING_WIDTH = 9  # columns of SCORING_COLUMNS
 # A MetaPattern by id, found through the index on Memory ids: `(p:MetaPattern {id: id})` scans every MetaPattern
 # for each row (8,000 rows against 8,000 summaries: 6 s at a million memories, against 0.2 s).
 PATTERN_BY_ID = "(p:Memory {id: id}) WHERE p:MetaPattern"
+PATTERNS_PER_READ = 50  # summaries whose members one read returns (~5,500 members at a million memories)
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
 SCRUB_PAGE = 2000  # records read at once when an erase rewrites them
 # What an incremental decay or forget reads besides the memories due and touched: the condition, the Lookup field
@@ -410,13 +411,18 @@ class GraphStore:
 
     def meta_patterns(self) -> list[MetaPatternRecord]:
         """The active MetaPatterns with the ids of the memories each summarizes."""
-        rows = self.falkor.records(
+        heads = self.falkor.execute(
             f"MATCH (p:MetaPattern) WHERE coalesce(p.archived, false) = false AND {self.scoping.where('p')} "
-            "OPTIONAL MATCH (p)-[:SUMMARIZES]->(m:Memory) RETURN p.id, collect(m.id), p.cluster_size",
-            self.scoping.params(), read_only=True,
-        )
-        return [MetaPatternRecord(row[0], frozenset(row[1]), row[2] if isinstance(row[2], int) else None)
-                for row in rows]
+            "RETURN p.id, p.cluster_size", self.scoping.params(), read_only=True)
+        members: dict[str, list[str]] = {pattern_id: [] for pattern_id, _ in heads}
+        # The members a few summaries at a time: one query over every summary held a reading thread of the server
+        # for 2.5 s at a million memories, and any write waiting meanwhile held up every other read behind it.
+        for pattern_id, member_id in self.falkor.read_chunks(
+                f"UNWIND $ids AS id MATCH {PATTERN_BY_ID} MATCH (p)-[:SUMMARIZES]->(m:Memory) RETURN p.id, m.id",
+                list(members), PATTERNS_PER_READ):
+            members[pattern_id].append(member_id)
+        return [MetaPatternRecord(pattern_id, frozenset(members[pattern_id]), size if isinstance(size, int) else None)
+                for pattern_id, size in heads]
 
     def save_meta_patterns(self, patterns: Sequence[dict[str, Any]], added: Sequence[tuple[str, str]],
                            removed: Sequence[tuple[str, str]]) -> None:
