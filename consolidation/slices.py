@@ -29,6 +29,11 @@ def joined(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=dtype)
 
 
+def array_of(values: Sequence[Any], dtype: Any) -> np.ndarray:
+    """np.array(values, dtype), a slice at a time."""
+    return joined([np.array(part, dtype=dtype) for part in slices(values)], dtype)
+
+
 def columns_of(rows: Sequence[Sequence[Any]], size: int = SLICE) -> list[list[Any]]:
     """The rows (all of one width) as columns."""
     if not rows:

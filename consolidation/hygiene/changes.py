@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..slices import joined, slices
+from ..slices import array_of, joined, slices
 from .candidate import Candidate
 from .facts import NOT, PREFER, Change, _stem, _tokens, is_value
 from .evidence import weigh
@@ -410,12 +410,11 @@ def _filed_together(candidates, order: np.ndarray, times: np.ndarray) -> set[tup
     places, keys, type_names = _plain_statements(candidates, order)
     if not places:
         return set()
-    counts = joined([np.fromiter(map(len, part), dtype=np.int64, count=len(part)) for part in slices(keys)], np.int64)
+    counts = array_of([len(key) for key in keys], np.int64)
     terms = joined([np.fromiter(map(hash, chain.from_iterable(part)), dtype=np.int64) for part in slices(keys)],
                    np.int64)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    types = joined([np.fromiter(map(hash, part), dtype=np.int64, count=len(part)) for part in slices(type_names)],
-                   np.int64)
+    types = array_of([hash(name) for name in type_names], np.int64)
     whole = np.repeat(np.bitwise_xor.reduceat(terms, starts) ^ types, counts)  # type and key, order-free
     entry = terms != hash(NOT)  # NOT is part of the key, never the one term that differs
     filed = (whole ^ terms)[entry]  # the type and key without this term

@@ -21,7 +21,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..similarity import INDEX, Pairs
-from ..slices import columns_of, joined, slices
+from ..slices import array_of, columns_of
 from ..timeutil import epoch_or_nan
 from .candidate import Candidate
 from .facts import NOT
@@ -176,7 +176,7 @@ class KeyColumns(NamedTuple):
         rows = [(kinds.setdefault((c.type, c.scope), len(kinds)), len(c.fact.key), NOT in c.fact.key,
                  c.fact.change is None, c.fact.number_count, c.fact.number_hash) for c in candidates]
         columns = columns_of(rows) if rows else [[]] * 6
-        return cls(*(joined([np.array(part, dtype=dtype) for part in slices(column)], dtype) for column, dtype in
+        return cls(*(array_of(column, dtype) for column, dtype in
                      zip(columns, (np.int64, np.int64, bool, bool, np.int64, np.int64))))
 
 

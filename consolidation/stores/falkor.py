@@ -25,7 +25,7 @@ from falkordb.helpers import stringify_param_value
 from ..demand import Demand
 from ..errors import StoreUnavailable
 from ..settings import Settings
-from ..slices import columns_of, joined, slices
+from ..slices import array_of, columns_of
 
 log = logging.getLogger(__name__)
 
@@ -437,12 +437,10 @@ def _map_key(key: Any) -> str:
 
 def floats(column: Sequence[Any]) -> np.ndarray:
     """A column of numbers (returned as text) as float64, NaN where missing."""
-    return joined([np.array(["nan" if value is None else value for value in part], dtype=np.float64)
-                   for part in slices(column)], np.float64)
+    return array_of(["nan" if value is None else value for value in column], np.float64)
 
 
 def booleans(column: Sequence[Any]) -> np.ndarray:
     """A column of booleans (returned as 'true'/'false'); missing counts as false."""
-    return joined([np.array([value is True or value == "true" for value in part], dtype=bool)
-                   for part in slices(column)], bool)
+    return array_of([value is True or value == "true" for value in column], bool)
 

@@ -13,7 +13,7 @@ import redis
 from ..revisits import Lookup
 from ..hygiene.terms import TERMS_VERSION, text_terms
 from ..scopes import Scoping
-from ..slices import joined, slices
+from ..slices import array_of
 from ..scoring import CANDIDATE_RELEVANCE, ScoringInputs
 from ..timeutil import epoch_seconds
 from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBERS_LEFT, NEXT_CHANGE, STAMP, TOUCH,
@@ -628,13 +628,13 @@ def _scoring_inputs(columns: list[list[Any]], unarchived: np.ndarray | None = No
     superseded = booleans(superseded)
     return ScoringInputs(
         ids=list(ids),
-        node_ids=joined([np.array(part, dtype=np.int64) for part in slices(node_ids)], np.int64),
+        node_ids=array_of(node_ids, np.int64),
         created=epoch_seconds(created),
         last_accessed=epoch_seconds(accessed),
         importance=floats(importance),
         confidence=floats(confidence),
         relevance=floats(relevance),
-        relationship_counts=joined([np.array(part, dtype=np.float64) for part in slices(degree)], np.float64),
+        relationship_counts=array_of(degree, np.float64),
         superseded=superseded,
         current=~superseded if unarchived is None else unarchived & ~superseded,
     )
