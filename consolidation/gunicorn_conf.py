@@ -87,7 +87,7 @@ def _stop_left_embedded_server(server):
     embedded FalkorDB it started would live on. Stopped here, its data saved, when a worker exits and when the
     master does (its last reap may come before the killed worker is gone)."""
     if settings.falkordb_host is None:
-        from consolidation.stores.falkor import stop_left_server
+        from consolidation.stores.embedded_falkor import stop_left_server
 
         left = stop_left_server(settings.data_dir / "falkordb")
         if left is not None:

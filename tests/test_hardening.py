@@ -497,9 +497,9 @@ def test_consolidate_over_url_follows_the_run_to_its_end(cli_env, client, serve,
 # --- the embedded FalkorDB's log: compacted at shutdown so the next start does not replay every write -------
 
 def test_shutdown_compacts_a_grown_log_and_the_next_start_loads_the_snapshot(tmp_path, monkeypatch):
-    from consolidation.stores import falkor
+    from consolidation.stores import embedded_falkor, falkor
 
-    monkeypatch.setattr(falkor, "LOG_COMPACTION_BYTES", 1024)  # a few hundred memories' queries grow it past this
+    monkeypatch.setattr(embedded_falkor, "LOG_COMPACTION_BYTES", 1024)  # a few hundred memories' queries grow it past this
     settings = make_settings(tmp_path)
     log_dir = tmp_path / "falkordb" / "appendonlydir"
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import psutil
 
-from consolidation.stores.falkor import Falkor, stop_left_server
+from consolidation.stores.embedded_falkor import stop_left_server
+from consolidation.stores.falkor import Falkor
 
 HOLDER = textwrap.dedent("""
     import sys, time

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -14,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psutil
 import redis
 from falkordb import Graph
-from redis.backoff import ExponentialBackoff, NoBackoff
+from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from falkordb.exceptions import SchemaVersionMismatchException
 from falkordb.helpers import stringify_param_value
@@ -26,6 +22,7 @@ from ..demand import Demand
 from ..errors import StoreUnavailable
 from ..settings import Settings
 from ..slices import array_of, columns_of
+from .embedded_falkor import SOCKET_TIMEOUT_SECONDS, shut_down_embedded, start_embedded
 
 log = logging.getLogger(__name__)
 
@@ -53,19 +50,7 @@ SCAN_READERS = 2
 # A worker process (runs apart from serving) asks one page at a time: FalkorDB answers reads on as many threads
 # as the server has cores (two here), and a request's read queued behind two pages waited for one of them.
 WORKER_SCAN_READERS = 1
-SOCKET_TIMEOUT_SECONDS = 60
-EMBEDDED_DB_FILE = "graph.rdb"
-EMBEDDED_OWNER_FILE = "server.owner"  # the pid of the process that started (or took over) the embedded server
-LEFT_SERVER_STOP_SECONDS = 120  # saving a million memories takes seconds; a hung server is killed after this
 CONNECT_TIMEOUT_SECONDS = 3
-# The embedded server loads its data before it answers: a million memories take tens of seconds (falkordblite
-# waits 10 s by default, and its client gives up on a silent socket after 5 s).
-EMBEDDED_START_SECONDS = 600
-# At shutdown, an append-only log that grew by more than this since its last compaction is rewritten as a
-# snapshot: the next start then loads the snapshot instead of replaying every write query since (at a million
-# memories, minutes of replay, during which the server does not answer).
-LOG_COMPACTION_BYTES = 16 * 1024 * 1024
-LOG_COMPACTION_WAIT_SECONDS = 600
 # A dropped connection is retried twice within about a quarter second: that rides over a server restart's
 # first refused connect, yet an outage is reported (as 503) at once instead of after seconds of back-off.
 SERVER_RETRY = Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2)
@@ -100,21 +85,8 @@ class Falkor:
 
     @classmethod
     def _embedded(cls, directory: Path, graph_name: str) -> Falkor:
-        from redislite.client import Redis as EmbeddedRedis  # falkordblite's: starts redis-server with FalkorDB
-
-        class EmbeddedServer(EmbeddedRedis):
-            start_timeout = EMBEDDED_START_SECONDS
-
-        directory.mkdir(parents=True, exist_ok=True)
-        # Append-only file with a sync every second: a crash loses at most a second, not minutes of RDB snapshots.
-        config = {"appendonly": "yes", "appendfsync": "everysec"}
-        try:
-            client = EmbeddedServer(str(directory / EMBEDDED_DB_FILE), serverconfig=config, decode_responses=True,
-                                    socket_timeout=SOCKET_TIMEOUT_SECONDS)
-        except Exception as exc:  # falkordblite raises bare exceptions when its server cannot start
-            raise StoreUnavailable("graph", f"embedded FalkorDB did not start: {exc}") from exc
-        (directory / EMBEDDED_OWNER_FILE).write_text(str(os.getpid()), encoding="utf-8")
-        return cls(client, graph_name, lambda: _shut_down_embedded(client))
+        client = start_embedded(directory)
+        return cls(client, graph_name, lambda: shut_down_embedded(client))
 
     @classmethod
     def attach(cls, socket_path: str, graph_name: str) -> Falkor:
@@ -318,86 +290,6 @@ def _paged(where: str, returns: str, then: str) -> str:
     """A scan's query over one page of node ids ($first, $after): no query holds the server for long."""
     return f"MATCH (m:Memory) WHERE id(m) >= $first AND id(m) < $after AND ({where}) {then} RETURN {returns}"
 
-
-def stop_left_server(directory: Path) -> int | None:
-    """Shut down the embedded FalkorDB server that a process killed without closing its stores left running on
-    `directory` (gunicorn kills a web process still busy after its graceful timeout; the server it started is a
-    process of its own and lives on, holding the graph's memory). It saves its data first. Its pid, or None when
-    no such server runs (a process that closed its stores removed the registry)."""
-    registry = directory / f"{EMBEDDED_DB_FILE}.settings"  # falkordblite's record of the server it started
-    try:
-        if _running(psutil.Process(int((directory / EMBEDDED_OWNER_FILE).read_text(encoding="utf-8")))):
-            return None  # the process using it is alive (a new worker that took it over, say): not left
-    except (OSError, ValueError, psutil.Error):
-        pass
-    try:
-        recorded = json.loads(registry.read_text(encoding="utf-8"))
-        pid = int(Path(recorded["pidfile"]).read_text(encoding="utf-8").strip())
-        server = psutil.Process(pid)
-        if "redis-server" not in " ".join(server.cmdline()):
-            return None
-    except (OSError, ValueError, KeyError, psutil.Error):
-        return None
-    client = redis.Redis(unix_socket_path=recorded["unixsocket"], socket_timeout=EMBEDDED_START_SECONDS)
-    try:
-        client.shutdown(save=True)
-    except (redis.ConnectionError, redis.ResponseError):
-        pass  # the expected answer: the server closed the connection on its way out
-    deadline = time.monotonic() + LEFT_SERVER_STOP_SECONDS
-    while _running(server) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if _running(server):
-        server.kill()  # it did not stop: its append-only log still holds every write up to the last second
-    registry.unlink(missing_ok=True)
-    return pid
-
-
-def _running(process: psutil.Process) -> bool:
-    """Alive and not a zombie (an orphan's exit is reaped by whatever init the machine has, maybe never)."""
-    try:
-        return process.status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
-
-
-def _shut_down_embedded(client) -> None:
-    """Save and stop the embedded server without falkordblite's own shutdown, which retries the dropped
-    connection with back-off and then polls for seconds while the FalkorDB module's threads wind down.
-    The server has saved its data (RDB + fsynced AOF) before it drops the connection."""
-    client.set_retry(Retry(NoBackoff(), 0))
-    _compact_log(client)
-    try:
-        client.shutdown(save=True, now=True, force=True)
-    except (redis.ConnectionError, redis.ResponseError):
-        pass  # the expected answer: the server closed the connection on its way out
-    client.connection_pool.disconnect()
-    for leftover in (client.settingregistryfile, client.redis_dir):
-        if leftover and os.path.isdir(leftover):
-            shutil.rmtree(leftover, ignore_errors=True)
-        elif leftover and os.path.exists(leftover):
-            os.remove(leftover)
-    client.redis_dir = client.pidfile = None  # falkordblite's exit hook then finds nothing left to do
-
-
-def _compact_log(client) -> None:
-    """Rewrite the append-only log as a snapshot when it has grown by more than LOG_COMPACTION_BYTES, and wait
-    for the rewrite (redis-server does it in a child process; the data stays safe in the old log meanwhile)."""
-    try:
-        persistence = client.info("persistence")
-        grown = int(persistence.get("aof_current_size", 0)) - int(persistence.get("aof_base_size", 0))
-        if not persistence.get("aof_enabled") or grown <= LOG_COMPACTION_BYTES:
-            return
-        client.bgrewriteaof()
-        deadline = time.monotonic() + LOG_COMPACTION_WAIT_SECONDS
-        while time.monotonic() < deadline:
-            persistence = client.info("persistence")
-            if not persistence.get("aof_rewrite_in_progress") and not persistence.get("aof_rewrite_scheduled"):
-                return
-            time.sleep(0.1)
-        log.warning("the embedded FalkorDB's log was still being compacted after %d s; stopping anyway",
-                    LOG_COMPACTION_WAIT_SECONDS)
-    except redis.RedisError as exc:  # compaction only speeds up the next start: never block a shutdown on it
-        log.warning("could not compact the embedded FalkorDB's log: %s", exc)
 
 def chunked(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(items), size):
