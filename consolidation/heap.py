@@ -61,10 +61,13 @@ def collection_paused() -> Iterator[None]:
 
 
 def keep_out_of_collections() -> None:
-    """Collect once, then keep every object alive now out of the cycle collector's walks for good (gc.freeze).
-    A serving process holds a store's ids in a few containers of a million items each; every full collection
-    walked them (~100 ms at a million points, every request thread stopped meanwhile: at 20 recalls a second
-    two or three a minute, which made POST /recall's p99 49-80 ms against 26 ms frozen). Objects made later
-    are collected as before; what is frozen is still freed when nothing refers to it."""
-    gc.collect()
+    """Keep every object alive now out of the cycle collector's walks for good (gc.freeze). A serving process
+    holds a store's ids in a few containers of a million items each; every full collection walked them (~100 ms
+    at a million points, every request thread stopped meanwhile: at 20 recalls a second two or three a minute,
+    which made POST /recall's p99 49-80 ms against 26 ms frozen). Objects made later are collected as before;
+    what is frozen is still freed when nothing refers to it. No collection first: during an import of 100k
+    (collections paused, so every object the import made is young) a full one took 0.33-0.36 s and a young
+    one 0.22-0.94 s, with the GIL held: the slowest status replies' wait. The price: cycles that are garbage
+    already when frozen are never collected (the index freezes after each of its builds, a handful in a
+    store's life)."""
     gc.freeze()

@@ -17,7 +17,7 @@ import numpy as np
 
 from .errors import InvalidInput
 from .json_input import parse_json
-from .memory import NewMemory, import_id
+from .memory import NewMemory, import_id, packed_embedding
 from .timeutil import parse_iso, to_iso
 
 REPORTED_LINES = 20
@@ -123,6 +123,8 @@ def read_jsonl(data: bytes, report: ImportReport, progress: ImportProgress = no_
             if not isinstance(body, dict):
                 raise InvalidInput("line", "must be a JSON object")
             body.setdefault("id", import_id(body, scope_properties))
+            if "embedding" in body:
+                body["embedding"] = packed_embedding(body["embedding"])
             bodies.append((number, body))
         except InvalidInput as exc:
             report.add_error(number, exc)

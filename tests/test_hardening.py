@@ -371,6 +371,29 @@ def test_an_embedding_is_stored_as_the_unit_vector_of_what_was_sent(client, auth
     assert np.allclose(vectors[0], [2 ** -0.5] * 2 + [0.0] * 14, atol=1e-6)
 
 
+
+def test_imported_embeddings_are_checked_as_numbers_and_stored_as_unit_vectors(client, auth, services):
+    """An import packs each line's embedding as it reads it: what it refuses and what it stores are the same as
+    for a memory posted alone."""
+    whole_numbers = [3, 4] + [0] * 14
+    lines = [{"content": "whole numbers", "embedding": whole_numbers},
+             {"content": "a boolean", "embedding": [True] + [0.5] * 15},
+             {"content": "a string", "embedding": ["0.5"] + [0.5] * 15},
+             {"content": "too large", "embedding": [0.5] * 3 + [1e39] + [0.5] * 12},
+             {"content": "too small", "embedding": [1e-46] + [0.5] * 15}]
+    body = "\n".join(json.dumps(line) for line in lines)
+    refused = client.post("/memory/import", data=body, headers=auth)
+    assert refused.status_code == 400
+    assert [(e["line"], e["field"]) for e in refused.json["errors"]] == [(n, "embedding") for n in (2, 3, 4, 5)]
+    assert "value 3 (1e+39) is outside the float32 range" in refused.json["errors"][2]["detail"]
+    alone = [client.post("/memory", json=line, headers=auth) for line in lines[1:]]
+    assert [(a.status_code, a.json["field"]) for a in alone] == [(400, "embedding")] * 4
+    assert client.post("/memory/import", data=json.dumps(lines[0]), headers=auth).json["created"] == 1
+    (only,) = services.stores.graph.all_memory_ids()  # nothing refused was written
+    _, vectors = services.stores.vectors.vectors([only])
+    assert np.allclose(vectors[0], [0.6, 0.8] + [0.0] * 14, atol=1e-7)  # (3, 4) / 5
+
+
 # --- unsafe setups and the lease ------------------------------------------------------------------------------
 
 def test_interrupted_deletions_are_finished_only_under_the_run_lease(services, clock):
