@@ -291,3 +291,36 @@ def test_a_column_longer_than_a_slice_reads_as_each_time_on_its_own():
     texts = [None if i % 5 == 0 else moment.isoformat() for i, moment in enumerate(moments)]
     expected = np.array([np.nan if text is None else moment.timestamp() for text, moment in zip(texts, moments)])
     assert np.array_equal(epoch_seconds(texts), expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("numbers, refused", [
+    ([0.25] * 383 + [1e999], "holds a number too large to store"),  # 1e999 parses as infinity
+    ([-1e999] + [0.25] * 383, "holds a number too large to store"),
+    ([1, 2, 2**63], "holds an integer beyond the 64-bit range"),
+    ([-(2**63) - 1, 5], "holds an integer beyond the 64-bit range"),
+    ([0.5, 2**63], "holds an integer beyond the 64-bit range"),  # mixed: checked one by one
+    ([0.5, True, "x\x00"], "contains a NUL character"),
+])
+def test_a_list_of_numbers_checked_at_once_refuses_what_one_by_one_refuses(numbers, refused):
+    from consolidation.errors import InvalidInput
+    from consolidation.json_input import check_value, parse_json
+
+    with pytest.raises(InvalidInput, match=refused) as caught:
+        check_value({"embedding": numbers, "content": "x"})
+    assert caught.value.field == "embedding"
+    assert parse_json(b'{"embedding": [0.5, -1, 3e38, 2.5e-300]}') == {"embedding": [0.5, -1, 3e38, 2.5e-300]}
+
+
+def test_numbers_nested_past_the_depth_limit_are_refused_even_when_plain():
+    from consolidation.errors import InvalidInput
+    from consolidation.json_input import MAX_DEPTH, check_value
+
+    check_value({"v": _nested([0.5, 1.5], MAX_DEPTH - 2)})  # its numbers at the deepest level allowed
+    with pytest.raises(InvalidInput, match="nested too deeply"):
+        check_value({"v": _nested([0.5, 1.5], MAX_DEPTH - 1)})
+
+
+def _nested(value, levels):
+    for _ in range(levels):
+        value = [value]
+    return value
