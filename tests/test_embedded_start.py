@@ -69,7 +69,11 @@ def test_a_server_that_hangs_at_every_start_is_reported_and_none_is_left(tmp_pat
 def test_a_process_is_idle_only_while_it_uses_no_cpu():
     sleeper = subprocess.Popen(["sleep", "30"])
     try:
-        sleeping, busy = IdleWatch(psutil.Process(sleeper.pid)), IdleWatch(psutil.Process())
+        process = psutil.Process(sleeper.pid)
+        while process.status() != psutil.STATUS_SLEEPING:  # past its start, which takes a little CPU time
+            time.sleep(0.01)
+        time.sleep(0.05)
+        sleeping, busy = IdleWatch(process), IdleWatch(psutil.Process())
         started = time.monotonic()
         while time.monotonic() - started < 0.6:
             sum(range(10_000))  # this process works the whole time
