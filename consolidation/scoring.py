@@ -151,14 +151,6 @@ def _connectedness(relationship_counts: np.ndarray) -> np.ndarray:
     return 1.0 + RELATIONSHIP_WEIGHT * np.log1p(relationship_counts)
 
 
-def decays(importance: np.ndarray, threshold: float | None) -> np.ndarray:
-    """Which memories decay rescores: all of them, or with a threshold those whose importance (missing: the
-    default) is at least that."""
-    if threshold is None:
-        return np.ones(len(importance), dtype=bool)
-    return np.where(np.isnan(importance), DEFAULT_IMPORTANCE, importance) >= threshold
-
-
 def clean_fraction(values: np.ndarray, default: float) -> np.ndarray:
     """Missing (NaN) values become `default`; the rest are clipped into 0..1."""
     return np.clip(np.where(np.isnan(values), default, values), 0.0, 1.0)

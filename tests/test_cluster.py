@@ -1,7 +1,5 @@
 """Clustering on the real stores: one stable MetaPattern per cluster, updated or retired, never duplicated."""
 
-import math
-
 import pytest
 
 from tests.conftest import add_memory, axis, days_ago, vector_at
@@ -145,37 +143,3 @@ def test_members_asked_for_by_id_or_read_with_every_memory_get_the_same_details(
     assert by_id == scanned
     assert set(by_id[0]) == set(ids[:3]) and by_id[1][ids[2]] == "note 2"
     assert by_id[0][ids[1]]["type"] == "Decision" and by_id[0][ids[1]]["importance"] == pytest.approx(0.1)
-
-
-def formula(days_old, relationships):
-    """relevance_scores by hand for a member made and last used `days_old` days ago, importance and confidence
-    0.5: age exp(-0.01 d), access exp(-0.05 d), relationships 1 + 0.3 ln(1 + n), importance 1.0, confidence 0.85."""
-    return math.exp(-0.01 * days_old) * math.exp(-0.05 * days_old) * (1 + 0.3 * math.log(1 + relationships)) * 0.85
-
-
-def stored_scores(services, ids):
-    graph = dict(services.stores.graph.falkor.execute(
-        "UNWIND $ids AS id MATCH (m:Memory {id: id}) RETURN m.id, m.relevance_score", {"ids": ids}))
-    payloads = services.stores.vectors.payloads(ids)
-    return [float(graph[i]) for i in ids], [payloads[i]["relevance_score"] for i in ids]
-
-
-def test_members_get_the_score_their_new_edge_gives_them_so_decay_then_rewrites_none(services):
-    members = [add_memory(services, vector=vector_at(0.95, BASE, axis(1 + i)), timestamp=days_ago(10 + i),
-                          last_accessed=days_ago(10 + i), relevance_score=0.9) for i in range(7)]
-    run_cluster(services)
-    graph, mirror = stored_scores(services, members)
-    assert graph == pytest.approx([formula(10 + i, 1) for i in range(7)], abs=1e-9)
-    assert mirror == pytest.approx(graph, abs=1e-9)
-    # Decay right after finds every member (and the summary) scored as it would score them.
-    assert services.engine.run(["decay"])["result"]["decay"]["scores_changed"] == 0
-
-    # A member that moves away loses its edge, and the score it gave.
-    moved = add_memory(services, id=members[6], vector=axis(14), timestamp=days_ago(16), last_accessed=days_ago(16),
-                       relevance_score=0.9)
-    report = run_cluster(services)
-    assert report["updated"] == 1
-    graph, mirror = stored_scores(services, members)
-    assert graph == pytest.approx([formula(10 + i, 1) for i in range(6)] + [formula(16, 0)], abs=1e-9)
-    assert mirror == pytest.approx(graph, abs=1e-9)
-    assert moved == members[6] and services.engine.run(["decay"])["result"]["decay"]["scores_changed"] == 0

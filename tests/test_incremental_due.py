@@ -190,9 +190,9 @@ def test_every_write_of_the_service_that_adds_or_removes_a_relationship_touches_
         assert touched_now() == {"a", "b", "c", "e", "f"}  # d is superseded: a change, not only a touch
         # A MetaPattern's members: touched when it takes them, and again when it lets them go.
         graph.save_meta_patterns([{"id": "pattern", "props": {"type": "MetaPattern", "content": "p"}}],
-                                 added=[("pattern", ids["g"], None), ("pattern", ids["h"], None)], removed=[])
+                                 added=[("pattern", ids["g"]), ("pattern", ids["h"])], removed=[])
         assert touched_now() == {"g", "h"}
-        graph.save_meta_patterns([], added=[], removed=[("pattern", ids["g"], None)])
+        graph.save_meta_patterns([], added=[], removed=[("pattern", ids["g"])])
         assert touched_now() == {"g"}
         graph.retire_meta_patterns(["pattern"], NOW.isoformat())
         assert touched_now() == {"h"}

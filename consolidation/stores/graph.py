@@ -249,7 +249,8 @@ class GraphStore:
 
     def scoring_inputs_of(self, ids: Sequence[str]) -> ScoringInputs:
         """scoring_inputs for these memories, whatever their state."""
-        rows = self._rows_by_id(ids, f"{SCORING_COLUMNS.removeprefix('m.id, ')}, {CURRENT}")
+        rows = self.falkor.read_chunks(
+            f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN {SCORING_COLUMNS}, {CURRENT}", list(ids), 5000)
         columns = [list(column) for column in zip(*rows)]
         return _scoring_inputs(columns[:SCORING_WIDTH], booleans(columns[SCORING_WIDTH]) if columns else None)
 
@@ -285,8 +286,12 @@ class GraphStore:
     def write_scores(self, node_ids: Sequence[int], ids: Sequence[str], scores: Iterable[float]) -> None:
         """Set relevance scores by internal node id (a direct seek), checking the memory id still matches."""
         rows = [[int(node), memory_id, float(score)] for node, memory_id, score in zip(node_ids, ids, scores)]
+        # A score crossing the candidate line adds the memory to clustering and creative, or takes it out:
+        # that is a change for them (compared with the stored score, in the query, so no other write races it).
         self.falkor.write_chunks(
-            NEXT_CHANGE + f"UNWIND $rows AS row MATCH (m) WHERE id(m) = row[0] AND m.id = row[1] SET {_scored('row[2]')}",
+            NEXT_CHANGE + "UNWIND $rows AS row MATCH (m) WHERE id(m) = row[0] AND m.id = row[1] "
+            f"WITH m, row, change, ({RELEVANCE} > $line) <> (row[2] > $line) AS crossed "
+            f"SET m.{CHANGE} = CASE WHEN crossed THEN change ELSE m.{CHANGE} END, m.relevance_score = row[2]",
             rows, line=CANDIDATE_RELEVANCE,
         )
 
@@ -419,10 +424,9 @@ class GraphStore:
         return [MetaPatternRecord(pattern_id, frozenset(members[pattern_id]), size if isinstance(size, int) else None)
                 for pattern_id, size in heads]
 
-    def save_meta_patterns(self, patterns: Sequence[dict[str, Any]], added: Sequence[tuple[str, str, float | None]],
-                           removed: Sequence[tuple[str, str, float | None]]) -> None:
-        """Create or update MetaPatterns {id, props}, then add and remove (pattern, member, score) SUMMARIZES
-        edges, giving the member that score in the same write (None: it keeps its own)."""
+    def save_meta_patterns(self, patterns: Sequence[dict[str, Any]], added: Sequence[tuple[str, str]],
+                           removed: Sequence[tuple[str, str]]) -> None:
+        """Create or update MetaPatterns {id, props}, then add and remove (pattern, member) SUMMARIZES edges."""
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MERGE (p:Memory:MetaPattern {id: row.id}) SET p += row.props "
             + touched(ids_of("p")), list(patterns),
@@ -430,13 +434,13 @@ class GraphStore:
         )
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (p:Memory {id: row[0]})-[s:SUMMARIZES]->(m:Memory {id: row[1]}) "
-            f"SET {_scored('row[2]')} DELETE s {touched(ids_of('p', 'm'))}",
-            [list(edge) for edge in removed], line=CANDIDATE_RELEVANCE,
+            f"DELETE s {touched(ids_of('p', 'm'))}",
+            [list(pair) for pair in removed],
         )
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (p:Memory {id: row[0]}), (m:Memory {id: row[1]}) "
-            f"MERGE (p)-[s:SUMMARIZES]->(m) SET {mark('s')}, {_scored('row[2]')} {touched(ids_of('p', 'm'))}",
-            [list(edge) for edge in added], line=CANDIDATE_RELEVANCE,
+            f"MERGE (p)-[s:SUMMARIZES]->(m) SET {mark('s')} {touched(ids_of('p', 'm'))}",
+            [list(pair) for pair in added],
         )
 
     def summaries_members_left(self) -> list[tuple[str, frozenset[str], frozenset[str]]]:
@@ -611,15 +615,6 @@ class GraphStore:
             NEXT_CHANGE + "UNWIND $rows AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) DELETE r "
             f"{touched(ids_of('m', 'o'))}", list(ids))
         return cleared + list(ids)
-
-
-def _scored(score: str) -> str:
-    """SET items giving the memory bound to `m` the relevance `score` (a Cypher expression; null: it keeps its
-    own). A score crossing the candidate line ($line) adds the memory to clustering and creative, or takes it out:
-    that is a change for them, stamped with the write's `change` (compared with the stored score in the query,
-    so no other write races it; FalkorDB reads every item's old values before it sets any)."""
-    return (f"m.{CHANGE} = CASE WHEN ({RELEVANCE} > $line) <> ({score} > $line) THEN change ELSE m.{CHANGE} END, "
-            f"m.relevance_score = coalesce({score}, m.relevance_score)")
 
 
 def _scoring_inputs(columns: list[list[Any]], unarchived: np.ndarray | None = None) -> ScoringInputs:

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..clusters import ClusterMatch, match_clusters
-from ..scoring import (CANDIDATE_RELEVANCE, DEFAULT_IMPORTANCE, changed, decays, relevance_scores,
-                       stored_relevance)
+from ..scoring import CANDIDATE_RELEVANCE, DEFAULT_IMPORTANCE, relevance_scores
 from ..similarity import clusters, normalized
 from ..stores.graph import MetaPatternRecord
 from ..stores.vectors import VectorPoint, payload_of
@@ -152,13 +149,10 @@ def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str])
         VectorPoint(p["id"], p["vector"], payload_of(p["props"], ctx.graph.scoping))
         for p in patterns
     ])
-    added = [(p["id"], m) for p in patterns for m in p["match"].members - p["match"].previous_members]
-    removed = [(p["id"], m) for p in patterns for m in p["match"].previous_members - p["match"].members]
-    scores = _member_scores(ctx, added, removed)
     ctx.graph.save_meta_patterns(
         [{"id": p["id"], "props": p["props"]} for p in patterns],
-        added=[(pattern, member, scores.get(member)) for pattern, member in added],
-        removed=[(pattern, member, scores.get(member)) for pattern, member in removed],
+        added=[(p["id"], m) for p in patterns for m in p["match"].members - p["match"].previous_members],
+        removed=[(p["id"], m) for p in patterns for m in p["match"].previous_members - p["match"].members],
     )
     if retired:
         ctx.graph.retire_meta_patterns(retired, to_iso(ctx.now))
@@ -166,26 +160,6 @@ def _write(ctx: TaskContext, patterns: list[dict[str, Any]], retired: list[str])
         ctx.lifecycle.rescore(retired, ctx.now)  # capped: AutoMem's passes would read a retired summary as alive
     # Each summary written or retired was built from current members: no rebuild left to do for it.
     ctx.graph.summaries_rebuilt([p["id"] for p in patterns] + list(retired))
-
-
-def _member_scores(ctx: TaskContext, added: list[tuple[str, str]], removed: list[tuple[str, str]]) -> dict[str, float]:
-    """The relevance decay would give each memory these edges give or take a relationship, once they are
-    written, for those decay would rewrite (moved by more than epsilon); mirrored to Qdrant here. The graph takes
-    it with the edge itself: one write a member, where decay's next pass rewrote most members again (the
-    relationship factor moves ~6 % with one edge). A failed edge write leaves Qdrant ahead until the next pass
-    adds the edge again, with its score."""
-    edges = Counter(member for _, member in added)
-    edges.subtract(member for _, member in removed)
-    inputs = ctx.graph.scoring_inputs_of(sorted(member for member, count in edges.items() if count))
-    if not len(inputs):
-        return {}
-    more = np.array([edges[member] for member in inputs.ids], dtype=np.float64)
-    scores = stored_relevance(replace(inputs, relationship_counts=inputs.relationship_counts + more), ctx.now)
-    rescored = np.flatnonzero(changed(inputs.relevance, scores, ctx.settings.consolidation_score_epsilon)
-                              & decays(inputs.importance, ctx.settings.consolidation_decay_importance_threshold))
-    ids = [inputs.ids[row] for row in rescored]
-    ctx.vectors.set_relevance(ids, scores[rescored])
-    return dict(zip(ids, scores[rescored].tolist()))
 
 
 def _member(memory_id: str, detail: dict[str, Any], content: str, centrality: float) -> ClusterMember:
