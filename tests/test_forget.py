@@ -288,3 +288,25 @@ def test_a_report_while_forgetting_is_on_says_so_without_a_note(as_the_readme_sa
     report = run_forget(as_the_readme_says, dry_run=True)
     assert report["forgetting_enabled"] is True and report["delete_after_archived_days"] == DWELL
     assert "forgetting_note" not in report
+
+
+def test_relationships_count_wherever_they_can_change_a_decision_or_a_score_forget_keeps(forgetful):
+    # 150 days old, used 2 days ago: e^-1.5 * e^-0.1 * 0.85 = 0.1716 alone, below the archive line (0.2); three
+    # relationships lift it by 1 + 0.3 ln 4 to 0.2430, above it.
+    faded = {"timestamp": days_ago(150), "last_accessed": days_ago(2)}
+    alone, lifted = add_memory(forgetful, **faded), add_memory(forgetful, **faded)
+    # Archived, 140 days old, used half a day ago: e^-1.4 * 0.85 = 0.2096 alone, above both lines; with three
+    # relationships 0.2968, stored capped at 0.25 (an archived memory's score is forget's to keep current).
+    shelved = add_memory(forgetful, timestamp=days_ago(140), last_accessed=days_ago(0.5), archived=True,
+                         archived_at=days_ago(1), relevance_score=0.9)
+    for memory in (lifted, shelved):
+        for _ in range(3):
+            link(forgetful, memory, add_memory(forgetful))
+    report = run_forget(forgetful)
+    decisions = decisions_by_id(report)
+    assert decisions[alone]["action"] == "archive" and decisions[alone]["relevance"] == pytest.approx(0.1716, abs=1e-4)
+    assert lifted not in decisions and shelved not in decisions
+    graph = forgetful.stores.graph
+    assert graph.get_memory(lifted)["archived"] is False
+    assert graph.get_memory(shelved)["relevance_score"] == pytest.approx(0.25)
+    assert forgetful.stores.vectors.payloads([shelved])[shelved]["relevance_score"] == pytest.approx(0.25)

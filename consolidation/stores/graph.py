@@ -42,6 +42,9 @@ OUR_T_INVALID_UNDONE = ("o.t_invalid = CASE WHEN o.t_invalid_set_by = 'consolida
                         "o.t_invalid_set_by = null")
 SCORING_COLUMNS = (f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.confidence, m.relevance_score, "
                    f"{DEGREE}, {SUPERSEDED}")
+# The same with every relationship count read as 0: counting is over half of a scan's cost at a million memories
+# (forget reads the counts only of the memories they can matter for, GraphStore.relationship_counts).
+UNCOUNTED_SCORING_COLUMNS = SCORING_COLUMNS.replace(DEGREE, "0")
 SCORING_WIDTH = 9  # columns of SCORING_COLUMNS
 # A MetaPattern by id, found through the index on Memory ids: `(p:MetaPattern {id: id})` scans every MetaPattern
 # for each row (8,000 rows against 8,000 summaries: 6 s at a million memories, against 0.2 s).
@@ -469,10 +472,11 @@ class GraphStore:
 
     def forget_inputs(self, lookup: Lookup | None = None) -> ForgetInputs:
         """Every memory, archived and merged ones too (or those the lookup names), with what the forgetting
-        rules look at; AutoMem's summaries are AutoMem's to keep or drop."""
+        rules look at, relationship counts aside (all 0: see relationship_counts); AutoMem's summaries are
+        AutoMem's to keep or drop."""
         columns = self._memories(
             f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}",
-            f"{SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at, "
+            f"{UNCOUNTED_SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at, "
             "m.merged_into IS NOT NULL, m.held_until, m.archived_at", self.scoping.params(), lookup)
         if not columns:
             empty, none = np.zeros(0), np.zeros(0, bool)
@@ -489,6 +493,15 @@ class GraphStore:
             held_until=epoch_seconds(columns[SCORING_WIDTH + 6]),
             archived_at=epoch_seconds(columns[SCORING_WIDTH + 7]),
         )
+
+    def relationship_counts(self, node_ids: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+        """Each memory's relationships, every edge counted as SCORING_COLUMNS counts them, by internal id (0 for
+        one gone since it was read: its id is checked too, as FalkorDB gives a deleted node's id to the next)."""
+        rows = self.falkor.read_chunks(
+            f"UNWIND $rows AS row MATCH (m) WHERE id(m) = row[0] AND m.id = row[1] RETURN row[0], {DEGREE}",
+            [[int(node), memory_id] for node, memory_id in zip(node_ids.tolist(), ids)], 5000, key="rows")
+        counted = {int(node): float(count) for node, count in rows}
+        return np.fromiter((counted.get(node, 0.0) for node in node_ids.tolist()), np.float64, len(node_ids))
 
     def archive(self, ids: Sequence[str], archived_at: str, reasons: Mapping[str, str] | None = None) -> None:
         """Archive these memories, each with the reason it was archived for (when given)."""

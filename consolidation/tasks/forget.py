@@ -13,6 +13,7 @@ import numpy as np
 from ..memory import graph_float
 from ..rules import ForgetDecision, ForgetPolicy, deletable_from, forget_decisions, forget_due
 from ..scoring import DEFAULT_IMPORTANCE, ScoringInputs, as_stored, changed, current_relevance, relevance_due
+from ..stores.graph import ForgetInputs
 from ..timeutil import SECONDS_PER_DAY, days_between, iso_texts, to_iso
 from .context import TaskContext
 from .dues import fell_back, keep_dues, lookup_for
@@ -60,10 +61,10 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
     completed = 0 if dry_run else ctx.lifecycle.complete_pending(ctx.now)
     lookup, fallback = lookup_for(ctx, "forget")
-    inputs = ctx.graph.forget_inputs(lookup)
+    policy = policy_of(settings)
+    inputs = _counted(ctx, policy, ctx.graph.forget_inputs(lookup))
     count = len(inputs.scoring)
     ctx.progress(0, count)
-    policy = policy_of(settings)
     judged = judge(ctx, policy, inputs)
     limit = settings.consolidation_report_limit
     # Every decision is listed (the engine keeps the lists to be paged, the run record their first `limit`), those
@@ -107,7 +108,22 @@ def _switch(policy: ForgetPolicy) -> dict[str, Any]:
     return switch
 
 
-def judge(ctx: TaskContext, policy: ForgetPolicy, inputs) -> Judgement:
+def _counted(ctx: TaskContext, policy: ForgetPolicy, inputs: ForgetInputs) -> ForgetInputs:
+    """The inputs with the relationship counts of the memories they can matter for: those whose relevance without
+    any relationship is below a line, and those whose stored score forget keeps (_scored_by_forget). Relevance
+    only grows with relationships, so for the others a count of 0 changes no decision; it only makes their due
+    (_due) early, and the pass that reads them then reads their counts if they matter by then."""
+    lowest = current_relevance(inputs.scoring, ctx.now)
+    line = max(policy.archive_threshold, policy.delete_threshold)
+    rows = np.flatnonzero((lowest < line) | _scored_by_forget(ctx, inputs, inputs.archived))
+    if rows.size:
+        scoring = inputs.scoring
+        scoring.relationship_counts[rows] = ctx.graph.relationship_counts(scoring.node_ids[rows],
+                                                                          [scoring.ids[i] for i in rows])
+    return inputs
+
+
+def judge(ctx: TaskContext, policy: ForgetPolicy, inputs: ForgetInputs) -> Judgement:
     """The decisions on these memories now. Each is judged by its relevance now, which is written wherever the
     memory is archived or deleted now, or its stored score is stale and decay does not keep it (_scored_by_forget),
     so a decision's relevance is what GET /memory shows (capped, scoring.as_stored, once the memory is archived
