@@ -44,3 +44,13 @@ def columns_of(rows: Sequence[Sequence[Any]], size: int = SLICE) -> list[list[An
         for index, column in enumerate(columns):
             column.extend(map(itemgetter(index), part))
     return columns
+
+
+def joined_columns(pages: Sequence[list[list[Any]]]) -> list[list[Any]]:
+    """Pages of columns (as columns_of makes them; an empty page has none) as one set of columns."""
+    filled = [page for page in pages if page]
+    columns: list[list[Any]] = [[] for _ in filled[0]] if filled else []
+    for page in filled:
+        for column, part in zip(columns, page):
+            column.extend(part)
+    return columns

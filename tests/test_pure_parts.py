@@ -12,7 +12,7 @@ from consolidation.clusters import match_clusters
 from consolidation.embedding import HashingEmbedder
 from consolidation.cadence import due_tasks, next_due
 from consolidation.similarity import clusters, normalized, similar_pairs_exact
-from consolidation.slices import SLICE, columns_of, joined, slices
+from consolidation.slices import SLICE, columns_of, joined, joined_columns, slices
 from consolidation.stores.graph import MetaPatternRecord
 from consolidation.timeutil import epoch_or_nan, epoch_seconds
 from consolidation.summaries import ClusterMember, HeuristicSummarizer, key_terms
@@ -282,6 +282,11 @@ def test_rows_become_columns_and_slices_join_whole():
     assert [len(part) for part in parts] == [4, 4, 2]
     assert joined(parts, np.int64).tolist() == [2 * i for i in range(10)]
     assert joined([], np.float64).dtype == np.float64 and joined([], np.float64).size == 0
+    # Pages of columns (an empty page among them, as a scan's page with no memory left gives) join into the
+    # columns of all their rows, in page order.
+    pages = [columns_of(rows[:4]), columns_of([]), columns_of(rows[4:7]), columns_of(rows[7:])]
+    assert joined_columns(pages) == columns_of(rows)
+    assert joined_columns([columns_of([])]) == [] and joined_columns([]) == []
 
 
 def test_a_column_longer_than_a_slice_reads_as_each_time_on_its_own():

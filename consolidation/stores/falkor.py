@@ -21,7 +21,7 @@ from falkordb.helpers import stringify_param_value
 from ..demand import Demand
 from ..errors import StoreUnavailable
 from ..settings import Settings
-from ..slices import array_of, columns_of
+from ..slices import array_of, columns_of, joined_columns
 from .embedded_falkor import SOCKET_TIMEOUT_SECONDS, shut_down_embedded, start_embedded
 
 log = logging.getLogger(__name__)
@@ -153,9 +153,10 @@ class Falkor:
     def scan_memories(self, where: str, returns: str, params: dict | None = None, then: str = "") -> list[list[Any]]:
         """`MATCH (m:Memory) WHERE <where> <then> RETURN <returns>` as columns, read a page of node ids at a
         time (`then`: a further MATCH from each memory)."""
-        rows = self._read_all(_paged(where, returns, then), [{**(params or {}), **page}
-                                                            for page in self._id_ranges(SCAN_PAGE)])
-        return columns_of(rows)
+        # Each page is turned into columns by the thread that read it, while the server answers the next pages.
+        pages = self._read_all(_paged(where, returns, then), [{**(params or {}), **page}
+                                                             for page in self._id_ranges(SCAN_PAGE)], columns_of)
+        return joined_columns(pages)
 
     def scan_records(self, where: str, returns: str, then: str = "") -> list[list[Any]]:
         """scan_memories as rows of parsed values (lists, maps): for the few scans that return them."""
@@ -172,22 +173,28 @@ class Falkor:
         return [row for part in chunked(items, size)
                 for row in self.records(cypher, {key: list(part)}, read_only=True)]
 
-    def _read_all(self, cypher: str, parameter_sets: Sequence[dict]) -> list[list[Any]]:
-        """The read query run once per parameter set (plain reply), the rows in order. FalkorDB answers reads on
-        several threads: asking `readers` at once keeps them busy."""
-        if len(parameter_sets) <= 1:
-            return self.execute(cypher, parameter_sets[0], read_only=True) if parameter_sets else []
-        rows: list[list[Any]] = []
+    def _read_all(self, cypher: str, parameter_sets: Sequence[dict], shape: Callable | None = None) -> list:
+        """The read query run once per parameter set (plain reply), the rows in order; with `shape`, each set's
+        rows as `shape` makes them, in order. FalkorDB answers reads on several threads: asking `readers` at
+        once keeps them busy."""
         give_way = self.demand.give_way if not self.demand.inside_request() else lambda: None
 
-        def page(parameters: dict) -> list[list[Any]]:
+        def page(parameters: dict) -> Any:
             give_way()  # each page of a run's scan lets the requests in flight go first
-            return self.execute(cypher, parameters, read_only=True)
+            rows = self.execute(cypher, parameters, read_only=True)
+            return shape(rows) if shape else rows
 
+        if len(parameter_sets) <= 1:
+            rows = self.execute(cypher, parameter_sets[0], read_only=True) if parameter_sets else []
+            return ([shape(rows)] if parameter_sets else []) if shape else rows
+        parts: list = []
         with ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="read") as pool:
             for part in pool.map(page, parameter_sets):
-                rows += part
-        return rows
+                if shape:
+                    parts.append(part)
+                else:
+                    parts += part
+        return parts
 
     def write_pages(self, prefix: str, where: str, sets: str, params: dict | None = None) -> int:
         """`<prefix> MATCH (m:Memory) WHERE <where> SET <sets>` over every memory, a short range of node ids
