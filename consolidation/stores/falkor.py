@@ -57,6 +57,11 @@ SERVER_RETRY = Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2)
 OUTAGE_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, OSError)
 
 
+def _as_read(rows: list[list[Any]]) -> list[list[Any]]:
+    """A page's rows as they were read (_read_pages' default shape)."""
+    return rows
+
+
 class Falkor:
     """One FalkorDB graph reached through a redis client; every store error becomes StoreUnavailable."""
 
@@ -153,10 +158,8 @@ class Falkor:
     def scan_memories(self, where: str, returns: str, params: dict | None = None, then: str = "") -> list[list[Any]]:
         """`MATCH (m:Memory) WHERE <where> <then> RETURN <returns>` as columns, read a page of node ids at a
         time (`then`: a further MATCH from each memory)."""
-        # Each page is turned into columns by the thread that read it, while the server answers the next pages.
-        pages = self._read_all(_paged(where, returns, then), [{**(params or {}), **page}
-                                                             for page in self._id_ranges(SCAN_PAGE)], columns_of)
-        return joined_columns(pages)
+        return joined_columns(self._read_pages(_paged(where, returns, then), [
+            {**(params or {}), **page} for page in self._id_ranges(SCAN_PAGE)], columns_of))
 
     def scan_records(self, where: str, returns: str, then: str = "") -> list[list[Any]]:
         """scan_memories as rows of parsed values (lists, maps): for the few scans that return them."""
@@ -166,35 +169,28 @@ class Falkor:
     def read_chunks(self, cypher: str, items: Sequence[Any], size: int, key: str = "ids",
                     params: dict | None = None) -> list[list[Any]]:
         """`cypher` (plain reply) over `items` passed as `$<key>`, `size` at a time, its rows in order."""
-        return self._read_all(cypher, [{**(params or {}), key: list(part)} for part in chunked(items, size)])
+        pages = self._read_pages(cypher, [{**(params or {}), key: list(part)} for part in chunked(items, size)])
+        return [row for page in pages for row in page]
 
     def record_chunks(self, cypher: str, items: Sequence[Any], size: int, key: str = "ids") -> list[list[Any]]:
         """read_chunks as rows of parsed values (lists, maps, nodes), one chunk after the other."""
         return [row for part in chunked(items, size)
                 for row in self.records(cypher, {key: list(part)}, read_only=True)]
 
-    def _read_all(self, cypher: str, parameter_sets: Sequence[dict], shape: Callable | None = None) -> list:
-        """The read query run once per parameter set (plain reply), the rows in order; with `shape`, each set's
-        rows as `shape` makes them, in order. FalkorDB answers reads on several threads: asking `readers` at
-        once keeps them busy."""
+    def _read_pages(self, cypher: str, parameter_sets: Sequence[dict], shape: Callable = _as_read) -> list:
+        """The read query run once per parameter set (plain reply): each set's rows as `shape` makes them, in
+        order. FalkorDB answers reads on several threads: asking `readers` at once keeps them busy, and each
+        page is shaped by the thread that read it while the server answers the next."""
+        if len(parameter_sets) <= 1:
+            return [shape(self.execute(cypher, parameters, read_only=True)) for parameters in parameter_sets]
         give_way = self.demand.give_way if not self.demand.inside_request() else lambda: None
 
         def page(parameters: dict) -> Any:
             give_way()  # each page of a run's scan lets the requests in flight go first
-            rows = self.execute(cypher, parameters, read_only=True)
-            return shape(rows) if shape else rows
+            return shape(self.execute(cypher, parameters, read_only=True))
 
-        if len(parameter_sets) <= 1:
-            rows = self.execute(cypher, parameter_sets[0], read_only=True) if parameter_sets else []
-            return ([shape(rows)] if parameter_sets else []) if shape else rows
-        parts: list = []
         with ThreadPoolExecutor(max_workers=self.readers, thread_name_prefix="read") as pool:
-            for part in pool.map(page, parameter_sets):
-                if shape:
-                    parts.append(part)
-                else:
-                    parts += part
-        return parts
+            return list(pool.map(page, parameter_sets))
 
     def write_pages(self, prefix: str, where: str, sets: str, params: dict | None = None) -> int:
         """`<prefix> MATCH (m:Memory) WHERE <where> SET <sets>` over every memory, a short range of node ids
