@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from consolidation.service import build_services
 from tests.conftest import NOW
 
 BENCH = Path(__file__).parent.parent / "bench"
@@ -58,8 +59,6 @@ def test_the_load_writes_every_memory_and_every_edge_once(tmp_path):
     bench = bench_module("consolidation_bench")
     data = bench.generate(2500, NOW)
     bench.load_store(2500, tmp_path, step=700)  # parts of 700, the last one short
-    from consolidation.service import build_services
-
     services = build_services(bench.bench_settings(tmp_path))
     try:
         falkor = services.stores.graph.falkor
