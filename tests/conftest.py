@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,8 +18,22 @@ from consolidation.service import build_services
 from consolidation.settings import Settings
 from consolidation.stores.vectors import VectorPoint, payload_of
 
+BENCH = Path(__file__).parent.parent / "bench"
 TOKEN = "test-admin-token-0123456789"
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+
+
+def bench_module(name: str):
+    """A script of bench/ by path (bench/ is scripts, not a package); sys.path as it was afterwards."""
+    kept = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # its dataclasses look their module up by name
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path[:] = kept
 
 
 class Clock:

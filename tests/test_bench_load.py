@@ -3,31 +3,13 @@ vector and edge, each edge once."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from consolidation.service import build_services
-from tests.conftest import NOW
-
-BENCH = Path(__file__).parent.parent / "bench"
-
-
-def bench_module(name: str):
-    """A script of bench/ by path (bench/ is scripts, not a package); sys.path as it was afterwards."""
-    kept = list(sys.path)
-    try:
-        spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up by name
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path[:] = kept
+from tests.conftest import NOW, bench_module
 
 
 @pytest.fixture(scope="module")

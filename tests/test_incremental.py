@@ -18,7 +18,7 @@ from consolidation.service import build_services
 from consolidation.similarity import Pairs
 from consolidation.stores.vectors import VectorPoint
 from consolidation.tasks import TASKS
-from tests.conftest import NOW, Clock, add_memory, days_ago, link, make_settings, unit, vector_at
+from tests.conftest import NOW, Clock, add_memory, bench_module, days_ago, link, make_settings, unit, vector_at
 
 DIM = 96
 TASKS_COMPARED = ["decay", "dedup", "cluster"]
@@ -510,18 +510,8 @@ def test_a_control_node_made_anew_does_not_make_every_memory_look_changed(wide):
 
 
 def generated_dataset(n: int, seed: int):
-    """bench/dataset.py's store: planted topics, noise, restatements and updates (loaded by path: bench/ is
-    scripts, not a package)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).parent.parent / "bench" / "dataset.py"
-    spec = importlib.util.spec_from_file_location("bench_dataset", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module.generate(n, NOW, seed=seed)
+    """bench/dataset.py's store: planted topics, noise, restatements and updates."""
+    return bench_module("dataset").generate(n, NOW, seed=seed)
 
 
 def change_generated(services, rng, count: int) -> None:
