@@ -202,17 +202,17 @@ def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: np.ndarr
 def candidates_of(inputs: HygieneInputs, at: np.ndarray) -> list[Candidate]:
     """The inputs at these positions, read as facts."""
     created = epoch_seconds(inputs.timestamps).tolist()
-    candidates = []
-    for i in at.tolist():
-        memory_id = inputs.ids[i]
-        apart = inputs.distinct_from.get(memory_id)
-        candidates.append(Candidate(
-            memory_id, inputs.types[i], read_fact(inputs.contents[i]), created[i], inputs.connections[i],
-            inputs.access_counts[i], inputs.protected[i], frozenset(apart) if apart else NONE_APART,
-            inputs.superseded[i], inputs.contents[i], tuple(inputs.merged_texts.get(memory_id, ())),
-            inputs.scopes[i], inputs.built_in[i],
-        ))
-    return candidates
+    apart, merged = inputs.distinct_from, inputs.merged_texts
+
+    def candidate(i: int) -> Candidate:
+        memory_id, content = inputs.ids[i], inputs.contents[i]
+        distinct = apart.get(memory_id)
+        return Candidate(memory_id, inputs.types[i], read_fact(content), created[i], inputs.connections[i],
+                         inputs.access_counts[i], inputs.protected[i], frozenset(distinct) if distinct else NONE_APART,
+                         inputs.superseded[i], content, tuple(merged[memory_id]) if memory_id in merged else (),
+                         inputs.scopes[i], inputs.built_in[i])
+
+    return list(map(candidate, at.tolist()))
 
 
 def after_merges(candidates: list[Candidate], merges: list[Merge]) -> list[Candidate]:
