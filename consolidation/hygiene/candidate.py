@@ -9,8 +9,8 @@ from .facts import Fact, read_fact
 
 # Not frozen: a frozen dataclass sets each field through object.__setattr__, and a full pass makes one of these
 # for every memory (13 fields: 1.5 µs against 0.2 µs; at a million memories about a second). Nothing changes
-# one after it is made; dataclasses.replace makes the variants.
-@dataclass(slots=True)
+# one after it is made; dataclasses.replace makes the variants. Hashed by value, as before (unsafe_hash).
+@dataclass(slots=True, unsafe_hash=True)
 class Candidate:
     """What the rules know of an active memory."""
 
