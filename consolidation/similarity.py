@@ -71,9 +71,14 @@ class Pairs(NamedTuple):
 
     def first(self, count: int, n: int) -> Pairs:
         """The `count` pairs of the lowest (i, j), in that order (a report's sample, whatever order these are in)."""
-        keys = self.rows.astype(np.int64) * n + self.cols
-        chosen = np.argpartition(keys, count)[:count] if keys.size > count else np.arange(keys.size)
-        chosen = chosen[np.argsort(keys[chosen], kind="stable")]
+        within = np.arange(self.rows.size)
+        if self.rows.size > count:
+            # The first `count` pairs all lie in rows up to the count-th lowest row: only those are ordered (the
+            # (i, j) key of every pair and its partition took ~370 MB at 23M pairs).
+            lowest = np.partition(self.rows, count - 1)[count - 1] if count > 0 else -1
+            within = np.flatnonzero(self.rows <= lowest)
+        keys = self.rows[within].astype(np.int64) * n + self.cols[within]
+        chosen = within[np.argsort(keys, kind="stable")[:count]]
         return Pairs(self.rows[chosen], self.cols[chosen], self.similarities[chosen])
 
     def deduplicated(self, n: int) -> Pairs:

@@ -278,3 +278,30 @@ def test_what_the_keys_rule_out_the_judge_never_merges():
     assert len(ruled_out) >= len(pairs) // 8  # it does narrow
     for i, j, s in ruled_out:
         assert not judge_.verdict(candidates[i], candidates[j], s).same, (NARROWED[i], NARROWED[j], s)
+
+
+def test_the_sift_a_slice_of_pairs_at_a_time_finds_what_it_finds_over_all_of_them_at_once(monkeypatch):
+    """merges._sifted bounds the sift's temporaries by slicing the pairs: slices that split the pairs anywhere
+    give the same kinds and the same pairs worth judging as one pass over all of them."""
+    import itertools
+
+    import numpy as np
+
+    import consolidation.hygiene.merges as merges
+    from consolidation.hygiene.candidate import Candidate
+    from consolidation.hygiene.facts import read_fact
+
+    judge_ = merges.PairJudge(THRESHOLDS, THRESHOLDS)
+    candidates = [Candidate(f"m{k}", ("Decision", "Fact")[k % 2], read_fact(t), 0.0, 0, 0, content=t)
+                  for k, t in enumerate(NARROWED)]
+    pairs = [(i, j, s) for i, j in itertools.combinations(range(len(NARROWED)), 2) for s in (0.8, 0.9, 0.97, 1.0)]
+    rows, cols, similarities = (np.array(column) for column in zip(*pairs))
+    similarities = similarities.astype(np.float32)
+    columns = merges.KeyColumns.of(candidates)
+    whole_kind = columns.kind[rows] == columns.kind[cols]
+    whole = merges._may_merge(columns, rows, cols, similarities, judge_)
+    assert whole_kind.any() and not whole_kind.all() and whole.any()  # both answers vary, so a slip would show
+    for size in (1, 7, len(pairs) - 1, len(pairs) + 1):
+        monkeypatch.setattr(merges, "SIFT_SLICE", size)
+        same_kind, may_merge = merges._sifted(columns, rows, cols, similarities, judge_)
+        assert same_kind.tolist() == whole_kind.tolist() and may_merge.tolist() == whole.tolist()

@@ -33,6 +33,7 @@ from .reading import read
 # restatements is left to the neighbour graph: its pairs are close anyway).
 SAME_FACT_GROUP_LIMIT = 50
 KEY_SLACK = 2
+SIFT_SLICE = 1 << 18  # similar pairs sifted at once (_sifted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,9 +111,8 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
     complete-link asks it of pairs the search did not return). `connections(ids)`: the edge counts of the
     memories that may merge, when the candidates were read without them (they rank a canonical)."""
     similarity = similarity or _from_pairs(rows, cols, similarities)
-    columns = KeyColumns.of(candidates)
-    same_kind = columns.kind[rows] == columns.kind[cols]
-    worth = np.flatnonzero(_may_merge(columns, rows, cols, similarities, judge))
+    same_kind, may_merge = _sifted(KeyColumns.of(candidates), rows, cols, similarities, judge)
+    worth = np.flatnonzero(may_merge)
     joined = np.zeros(rows.size, dtype=bool)
     grey = []
     for k in worth.tolist():
@@ -178,6 +178,21 @@ class KeyColumns(NamedTuple):
         columns = columns_of(rows) if rows else [[]] * 6
         return cls(*(array_of(column, dtype) for column, dtype in
                      zip(columns, (np.int64, np.int64, bool, bool, np.int64, np.int64))))
+
+
+def _sifted(columns: KeyColumns, rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray,
+            judge: PairJudge) -> tuple[np.ndarray, np.ndarray]:
+    """For every pair: whether its two memories are of one kind, and whether the judge could merge them
+    (_may_merge), a slice of pairs at a time: the sift's temporaries are int64 and float64 columns gathered
+    per pair, ~190 MB each for the 23M pairs of a million memories (about 0.8 GB at once), and a few MB for a
+    slice."""
+    same_kind = np.empty(rows.size, dtype=bool)
+    may_merge = np.empty(rows.size, dtype=bool)
+    for start in range(0, rows.size, SIFT_SLICE):
+        part = slice(start, start + SIFT_SLICE)
+        same_kind[part] = columns.kind[rows[part]] == columns.kind[cols[part]]
+        may_merge[part] = _may_merge(columns, rows[part], cols[part], similarities[part], judge)
+    return same_kind, may_merge
 
 
 def _may_merge(columns: KeyColumns, rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray,
