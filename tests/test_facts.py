@@ -144,8 +144,22 @@ def test_a_full_word_cache_reads_every_text_as_an_empty_one_would(monkeypatch):
     for _ in range(2):  # the second pass meets the words the full cache did not keep
         assert [facts._tokens(text) for text in texts] == expected
     assert len(facts._CLASSIFIED) == 2
-    read_fact.cache_clear()
+    facts.forget_read_facts()
     assert read_fact(texts[0]).key != read_fact(texts[1]).key
+
+
+def test_texts_read_are_kept_up_to_a_bound_and_read_the_same_after_it_empties(monkeypatch):
+    """read_fact keeps each text read (a full pass meets them all again) until FACTS_KEPT, then starts over."""
+    import consolidation.hygiene.facts as facts
+
+    texts = ["Deploys happen on Tuesday", "The user prefers tea over coffee", "Standup moved to 10am"]
+    fresh = [facts._read_fact(text) for text in texts]
+    monkeypatch.setattr(facts, "_FACTS", {})
+    monkeypatch.setattr(facts, "FACTS_KEPT", 2)
+    first = [read_fact(text) for text in texts[:2]]
+    assert first == fresh[:2] and read_fact(texts[0]) is first[0]  # kept: the same object comes back
+    assert read_fact(texts[2]) == fresh[2] and list(facts._FACTS) == [texts[2]]  # full: emptied, then kept
+    assert read_fact(texts[0]) == fresh[0] and read_fact(texts[0]) is not first[0]  # read again
 
 
 # --- changes from the pair, not from a word (issue 29) ----------------------------------------------------------

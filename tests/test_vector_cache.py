@@ -169,3 +169,17 @@ def test_a_new_memory_while_a_view_is_out_takes_a_new_row_instead_of_copying_the
     del view, found, matrix
     cache.put(["n3"], new[:1])  # nothing lent any more: a freed row is reused
     assert cache._row_of["n3"] < 100 and len(cache._free) == 9
+
+
+def test_ids_come_back_as_the_copy_s_own_strings_so_what_keeps_them_holds_each_once():
+    """An id read again from a store is a new string each time; the copy hands back (get) and maps (own) its
+    own, so the recall index and the neighbour graph do not each keep another million of them."""
+    cache, ids, _ = _filled(50)
+    read_again = ["".join(list(memory_id)) for memory_id in ids]  # equal strings, other objects
+    assert all(a == b and a is not b for a, b in zip(read_again, ids))
+    found, _ = cache.get(read_again)
+    assert found == ids and all(a is b for a, b in zip(found, ids))
+    few, _ = cache.get(read_again[3:5] + ["absent"])  # copied rows, and an id it does not hold left out
+    assert few == ids[3:5] and all(a is b for a, b in zip(few, ids[3:5]))
+    owned = cache.own(read_again[:2] + ["absent"])
+    assert owned == ids[:2] + ["absent"] and owned[0] is ids[0] and owned[1] is ids[1]

@@ -225,7 +225,9 @@ class EdgeVectorStore:
                 records, offset = self._shard.scroll(
                     qe.ScrollRequest(offset=offset, limit=REGISTER_PAGE, with_payload=True, with_vector=False))
                 with self._lock:
-                    self.index.register([str(r.id) for r in records], [dict(r.payload or {}) for r in records])
+                    ids = [str(r.id) for r in records]
+                    self.index.register(self._cache.own(ids) if self._cache is not None else ids,
+                                        [dict(r.payload or {}) for r in records])
             if offset is None:
                 return
 
