@@ -10,6 +10,7 @@ thread in. The slices cost nothing measurable against the conversions themselves
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import chain
 from operator import itemgetter
 from typing import Any
 
@@ -46,11 +47,9 @@ def columns_of(rows: Sequence[Sequence[Any]], size: int = SLICE) -> list[list[An
     return columns
 
 
-def joined_columns(pages: Sequence[list[list[Any]]]) -> list[list[Any]]:
-    """Pages of columns (as columns_of makes them; an empty page has none) as one set of columns."""
+def joined_columns(pages: Sequence[list[Any]]) -> list[Any]:
+    """Pages of columns (as columns_of makes them, or typed: lists or arrays; an empty page has none) as one set
+    of columns."""
     filled = [page for page in pages if page]
-    columns: list[list[Any]] = [[] for _ in filled[0]] if filled else []
-    for page in filled:
-        for column, part in zip(columns, page):
-            column.extend(part)
-    return columns
+    return [np.concatenate(parts) if isinstance(parts[0], np.ndarray) else list(chain.from_iterable(parts))
+            for parts in zip(*filled)]

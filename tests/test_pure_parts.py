@@ -217,6 +217,24 @@ def test_a_union_adds_the_others_pairs_once_and_a_sample_is_the_lowest_pairs_in_
     assert union.first(50, n).rows.size == 7
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_sample_is_the_lowest_pairs_whatever_their_order_and_however_many_share_a_row(seed):
+    """Pairs.first looks only at the rows up to the count-th lowest: the same pairs as ordering every (i, j)."""
+    from consolidation.similarity import INDEX, Pairs
+
+    rng = np.random.default_rng(seed)
+    n = 40
+    keys = rng.choice(n * n, size=300, replace=False)
+    keys = keys[keys // n < keys % n]  # i < j, each pair once, in no order
+    pairs = Pairs((keys // n).astype(INDEX), (keys % n).astype(INDEX), rng.random(keys.size).astype(np.float32))
+    by_key = dict(zip(keys.tolist(), pairs.similarities.tolist()))
+    for count in (0, 1, 2, 7, 30, keys.size, keys.size + 5):
+        sample = pairs.first(count, n)
+        lowest = sorted(keys.tolist())[:count]
+        assert (sample.rows.astype(np.int64) * n + sample.cols).tolist() == lowest
+        assert sample.similarities.tolist() == [by_key[k] for k in lowest]
+
+
 
 def test_simultaneous_blocks_cover_each_change_s_minute_and_no_more_than_they_must():
     """Changes far apart in time (a crossing here and there) each get a narrow span; an import's changes, all in
@@ -287,6 +305,17 @@ def test_rows_become_columns_and_slices_join_whole():
     pages = [columns_of(rows[:4]), columns_of([]), columns_of(rows[4:7]), columns_of(rows[7:])]
     assert joined_columns(pages) == columns_of(rows)
     assert joined_columns([columns_of([])]) == [] and joined_columns([]) == []
+    # Typed a page at a time (a scan's kinds: arrays for some columns, lists kept for others), the pages join
+    # into what typing all the rows at once gives.
+    from consolidation.stores.falkor import typed
+
+    kinds = ("integers", "as read", "flags")
+    typed_pages = [typed(columns_of(part), kinds) for part in (rows[:4], [], rows[4:7], rows[7:])]
+    assert typed_pages[1] == []
+    whole = joined_columns(typed_pages)
+    assert whole[0].dtype == np.int64 and whole[0].tolist() == list(range(1, 11))
+    assert whole[1] == [f"id-{i}" for i in range(1, 11)]
+    assert whole[2].dtype == bool and whole[2].tolist() == [i % 3 == 0 for i in range(1, 11)]
 
 
 def test_a_column_longer_than_a_slice_reads_as_each_time_on_its_own():

@@ -13,7 +13,6 @@ import redis
 from ..revisits import Lookup
 from ..hygiene.terms import TERMS_VERSION, text_terms
 from ..scopes import Scoping
-from ..slices import array_of
 from ..scoring import CANDIDATE_RELEVANCE, ScoringInputs
 from ..timeutil import epoch_seconds
 from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBERS_LEFT, NEXT_CHANGE, STAMP, TOUCH,
@@ -21,7 +20,7 @@ from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBER
 from .authors import AUTOMEM_SUMMARY_LABEL, RUN_LABEL, is_ours, mark
 from .report_pages import PAGE_LABEL
 from .control import control_node
-from .falkor import Falkor, booleans, floats
+from .falkor import Falkor, booleans, floats, typed
 
 ACTIVE = "coalesce(m.archived, false) = false"
 NOT_SUMMARY = "coalesce(m.type, '') <> 'MetaPattern'"
@@ -46,6 +45,12 @@ SCORING_COLUMNS = (f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.
 # (forget reads the counts only of the memories they can matter for, GraphStore.relationship_counts).
 UNCOUNTED_SCORING_COLUMNS = SCORING_COLUMNS.replace(DEGREE, "0")
 SCORING_WIDTH = 9  # columns of SCORING_COLUMNS
+
+
+# How each column of SCORING_COLUMNS is read, and of forget's columns after them (stores/falkor.typed: a scan
+# converts each page as it arrives).
+SCORING_KINDS = ("as read", "integers", "times", "times", "numbers", "numbers", "numbers", "counts", "flags")
+FORGET_KINDS = (*SCORING_KINDS, "flags", "names", "flags", "as read", "times", "flags", "times", "times")
 # A MetaPattern by id, found through the index on Memory ids: `(p:MetaPattern {id: id})` scans every MetaPattern
 # for each row (8,000 rows against 8,000 summaries: 6 s at a million memories, against 0.2 s).
 PATTERN_BY_ID = "(p:Memory {id: id}) WHERE p:MetaPattern"
@@ -248,20 +253,22 @@ class GraphStore:
         if importance_threshold is not None:
             where += " AND coalesce(m.importance, 0.5) >= $threshold"
             params["threshold"] = importance_threshold
-        return _scoring_inputs(self._memories(where, SCORING_COLUMNS, params, lookup))
+        return _scoring_inputs(self._memories(where, SCORING_COLUMNS, params, lookup, SCORING_KINDS))
 
     def scoring_inputs_of(self, ids: Sequence[str]) -> ScoringInputs:
         """scoring_inputs for these memories, whatever their state."""
         rows = self.falkor.read_chunks(
             f"UNWIND $ids AS id MATCH (m:Memory {{id: id}}) RETURN {SCORING_COLUMNS}, {CURRENT}", list(ids), 5000)
-        columns = [list(column) for column in zip(*rows)]
-        return _scoring_inputs(columns[:SCORING_WIDTH], booleans(columns[SCORING_WIDTH]) if columns else None)
+        columns = typed([list(column) for column in zip(*rows)], (*SCORING_KINDS, "flags"))
+        return _scoring_inputs(columns[:SCORING_WIDTH], columns[SCORING_WIDTH] if columns else None)
 
-    def _memories(self, where: str, returns: str, params: dict[str, Any], lookup: Lookup | None) -> list[list[Any]]:
-        """`returns` (starting with m.id, id(m)) as columns for the memories matching `where`: every one, or
-        those the lookup names (LOOKUP_READS, then a seek by node id of the memories due or touched)."""
+    def _memories(self, where: str, returns: str, params: dict[str, Any], lookup: Lookup | None,
+                  kinds: Sequence[str]) -> list[Any]:
+        """`returns` (starting with m.id, id(m)) as columns of these kinds for the memories matching `where`:
+        every one, or those the lookup names (LOOKUP_READS, then a seek by node id of the memories due or
+        touched)."""
         if lookup is None:
-            return self.falkor.scan_memories(where, returns, params)
+            return self.falkor.scan_memories(where, returns, params, kinds=kinds)
         rows: dict[int, Sequence[Any]] = {}
         for condition, bound, indexed in LOOKUP_READS.values():
             values = {**params, bound: getattr(lookup, bound)}
@@ -274,7 +281,7 @@ class GraphStore:
         rows.update((row[1], row) for row in self.falkor.read_chunks(
             f"UNWIND $nodes AS node MATCH (m:Memory) WHERE id(m) = node AND ({where}) RETURN {returns}",
             np.union1d(lookup.node_ids, self.touched_since(lookup.since)).tolist(), 5000, key="nodes", params=params))
-        return [list(column) for column in zip(*rows.values())] if rows else []
+        return typed([list(column) for column in zip(*rows.values())], kinds)
 
     def touched_since(self, since: int) -> np.ndarray:
         """The internal ids of the nodes writes numbered after `since` touched (gave or took a relationship)."""
@@ -477,21 +484,21 @@ class GraphStore:
         columns = self._memories(
             f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}",
             f"{UNCOUNTED_SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at, "
-            "m.merged_into IS NOT NULL, m.held_until, m.archived_at", self.scoping.params(), lookup)
+            "m.merged_into IS NOT NULL, m.held_until, m.archived_at", self.scoping.params(), lookup, FORGET_KINDS)
         if not columns:
             empty, none = np.zeros(0), np.zeros(0, bool)
             return ForgetInputs(_scoring_inputs([]), none, [], none, [], empty, none, empty, empty)
-        archived, merged = booleans(columns[SCORING_WIDTH]), booleans(columns[SCORING_WIDTH + 5])
+        archived, merged = columns[SCORING_WIDTH], columns[SCORING_WIDTH + 5]
         return ForgetInputs(
             scoring=_scoring_inputs(columns[:SCORING_WIDTH], ~archived & ~merged),
             archived=archived,
-            types=[t or "Memory" for t in columns[SCORING_WIDTH + 1]],
-            protected=booleans(columns[SCORING_WIDTH + 2]),
-            protected_reasons=list(columns[SCORING_WIDTH + 3]),
-            restored=epoch_seconds(columns[SCORING_WIDTH + 4]),
+            types=[name or "Memory" for name in columns[SCORING_WIDTH + 1]],
+            protected=columns[SCORING_WIDTH + 2],
+            protected_reasons=columns[SCORING_WIDTH + 3],
+            restored=columns[SCORING_WIDTH + 4],
             merged=merged,
-            held_until=epoch_seconds(columns[SCORING_WIDTH + 6]),
-            archived_at=epoch_seconds(columns[SCORING_WIDTH + 7]),
+            held_until=columns[SCORING_WIDTH + 6],
+            archived_at=columns[SCORING_WIDTH + 7],
         )
 
     def relationship_counts(self, node_ids: np.ndarray, ids: Sequence[str]) -> np.ndarray:
@@ -630,24 +637,23 @@ class GraphStore:
         return cleared + list(ids)
 
 
-def _scoring_inputs(columns: list[list[Any]], unarchived: np.ndarray | None = None) -> ScoringInputs:
-    """ScoringInputs from SCORING_COLUMNS; `unarchived`: which are neither archived nor merged (None: all, as
-    decay reads only those)."""
+def _scoring_inputs(columns: list[Any], unarchived: np.ndarray | None = None) -> ScoringInputs:
+    """ScoringInputs from SCORING_COLUMNS read as SCORING_KINDS; `unarchived`: which are neither archived nor
+    merged (None: all, as decay reads only those)."""
     if not columns:
         empty = np.zeros(0)
         none = np.zeros(0, bool)
         return ScoringInputs([], np.zeros(0, np.int64), empty, empty, empty, empty, empty, empty, none, none)
     ids, node_ids, created, accessed, importance, confidence, relevance, degree, superseded = columns
-    superseded = booleans(superseded)
     return ScoringInputs(
-        ids=list(ids),
-        node_ids=array_of(node_ids, np.int64),
-        created=epoch_seconds(created),
-        last_accessed=epoch_seconds(accessed),
-        importance=floats(importance),
-        confidence=floats(confidence),
-        relevance=floats(relevance),
-        relationship_counts=array_of(degree, np.float64),
+        ids=ids,
+        node_ids=node_ids,
+        created=created,
+        last_accessed=accessed,
+        importance=importance,
+        confidence=confidence,
+        relevance=relevance,
+        relationship_counts=degree,
         superseded=superseded,
         current=~superseded if unarchived is None else unarchived & ~superseded,
     )
