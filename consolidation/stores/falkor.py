@@ -160,9 +160,9 @@ class Falkor:
     def scan_memories(self, where: str, returns: str, params: dict | None = None, then: str = "",
                       kinds: Sequence[str] | None = None) -> list[Any]:
         """`MATCH (m:Memory) WHERE <where> <then> RETURN <returns>` as columns, read a page of node ids at a
-        time (`then`: a further MATCH from each memory). With `kinds` (one per column, see typed), each page's columns are
-        converted as the page arrives: a scan of a million memories then never holds every value it read as a
-        Python object (forget's seventeen columns: about half a gigabyte)."""
+        time (`then`: a further MATCH from each memory). With `kinds` (one per column, see typed), each page's
+        columns are converted as the page arrives: a scan of a million memories then never holds every value it
+        read as a Python object (forget's seventeen columns: about half a gigabyte)."""
         shape = columns_of if kinds is None else lambda rows: typed(columns_of(rows), kinds)
         return joined_columns(self._read_pages(_paged(where, returns, then), [
             {**(params or {}), **page} for page in self._id_ranges(SCAN_PAGE)], shape))
@@ -369,4 +369,3 @@ COLUMN_KINDS: dict[str, Callable[[list[Any]], Any]] = {
 def typed(columns: list[list[Any]], kinds: Sequence[str]) -> list[Any]:
     """Each column converted as its kind (COLUMN_KINDS) says; no columns stay none."""
     return [COLUMN_KINDS[kind](column) for kind, column in zip(kinds, columns)] if columns else []
-

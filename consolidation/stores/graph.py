@@ -45,8 +45,6 @@ SCORING_COLUMNS = (f"m.id, id(m), m.timestamp, m.last_accessed, m.importance, m.
 # (forget reads the counts only of the memories they can matter for, GraphStore.relationship_counts).
 UNCOUNTED_SCORING_COLUMNS = SCORING_COLUMNS.replace(DEGREE, "0")
 SCORING_WIDTH = 9  # columns of SCORING_COLUMNS
-
-
 # How each column of SCORING_COLUMNS is read, and of forget's columns after them (stores/falkor.typed: a scan
 # converts each page as it arrives).
 SCORING_KINDS = ("as read", "integers", "times", "times", "numbers", "numbers", "numbers", "counts", "flags")
