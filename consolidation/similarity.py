@@ -71,12 +71,13 @@ class Pairs(NamedTuple):
 
     def first(self, count: int, n: int) -> Pairs:
         """The `count` pairs of the lowest (i, j), in that order (a report's sample, whatever order these are in)."""
-        within = np.arange(self.rows.size)
         if self.rows.size > count:
             # The first `count` pairs all lie in rows up to the count-th lowest row: only those are ordered (the
             # (i, j) key of every pair and its partition took ~370 MB at 23M pairs).
             lowest = np.partition(self.rows, count - 1)[count - 1] if count > 0 else -1
             within = np.flatnonzero(self.rows <= lowest)
+        else:
+            within = np.arange(self.rows.size)
         keys = self.rows[within].astype(np.int64) * n + self.cols[within]
         chosen = within[np.argsort(keys, kind="stable")[:count]]
         return Pairs(self.rows[chosen], self.cols[chosen], self.similarities[chosen])

@@ -235,7 +235,6 @@ def test_a_sample_is_the_lowest_pairs_whatever_their_order_and_however_many_shar
         assert sample.similarities.tolist() == [by_key[k] for k in lowest]
 
 
-
 def test_simultaneous_blocks_cover_each_change_s_minute_and_no_more_than_they_must():
     """Changes far apart in time (a crossing here and there) each get a narrow span; an import's changes, all in
     one minute, share blocks of SIMULTANEOUS_BLOCK; every change's own window lies inside its block's range."""
