@@ -62,7 +62,7 @@ def _features(text: str) -> dict[str, float]:
     """Weighted features; term frequency is sublinear (1 + ln tf) so repetition does not dominate."""
     words = content_words(text)
     counts: Counter = Counter({"k:" + term: 1 for term, _ in words})
-    counts.update("r:" + term for term in read_fact(text).key if ":" in term)
+    counts.update("r:" + term for term in read_fact(text).terms if ":" in term)
     counts.update(f"b:{first} {second}" for (first, _), (second, _) in zip(words, words[1:]))
     for _, written in words:
         padded = f"<{written}>"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from datetime import timedelta
 
 import numpy as np
@@ -360,3 +361,37 @@ def test_a_memory_says_whether_the_built_in_embedder_made_its_vector(client, aut
                        headers=auth).json["memory"]
     assert client.get(f"/memory/{made['id']}", headers=auth).json["memory"]["embedded_by"] == "built-in"
     assert "embedded_by" not in client.get(f"/memory/{sent['id']}", headers=auth).json["memory"]
+
+
+def test_candidates_hold_the_strings_kept_between_runs_not_the_ones_each_read_returns(services):
+    """Each id, text, type and scope read from a store is a new string: a million of each took ~0.3 GB beside
+    the ones the vector copy and the fact cache already hold. Candidates hold those instead."""
+    from consolidation.hygiene.facts import read_fact
+    from consolidation.stores.hygiene import HygieneStore
+    from consolidation.tasks.context import positions_in
+    from consolidation.tasks.dedup import candidates_of
+
+    for i in range(3):
+        add_memory(services, content=f"note {i} about the billing service", type="Decision")
+    hygiene = HygieneStore(services.stores.graph.falkor, services.stores.graph.scoping)
+    first_read = hygiene.inputs()
+    ids, _ = services.stores.vectors.vectors(first_read.ids)
+    kept = [read_fact(text).text for text in first_read.contents]
+    inputs = hygiene.inputs()  # a second read: equal strings, new objects
+    candidates = candidates_of(inputs, positions_in(inputs.ids, ids), ids)
+    assert [c.id for c in candidates] == ids and all(c.id is i for c, i in zip(candidates, ids))
+    assert sorted(c.content for c in candidates) == sorted(kept)
+    assert all(any(c.content is k for k in kept) for c in candidates)
+    assert all(c.content is not text for c in candidates for text in inputs.contents)
+    assert len({id(c.type) for c in candidates}) == 1 and len({id(c.scope) for c in candidates}) == 1
+
+
+def test_a_full_pass_lets_go_of_texts_no_memory_holds(services):
+    """Texts read once but no longer in any memory (an edited one's old text) do not fill the fact cache."""
+    import consolidation.hygiene.facts as facts
+
+    kept = remember(services, f"the billing service runs on node {uuid.uuid4().hex[:6]}")
+    edited_away = f"an old wording {uuid.uuid4().hex}"
+    facts.read_fact(edited_away)
+    dedup(services)
+    assert edited_away not in facts._FACTS and stored(services, kept)["content"] in facts._FACTS

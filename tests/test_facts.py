@@ -1,6 +1,7 @@
 """Reading memories as facts (pure): restatements share a key, look-alikes never do, changes are parsed."""
 
 import math
+import uuid
 
 import pytest
 
@@ -160,6 +161,35 @@ def test_texts_read_are_kept_up_to_a_bound_and_read_the_same_after_it_empties(mo
     assert first == fresh[:2] and read_fact(texts[0]) is first[0]  # kept: the same object comes back
     assert read_fact(texts[2]) == fresh[2] and list(facts._FACTS) == [texts[2]]  # full: emptied, then kept
     assert read_fact(texts[0]) == fresh[0] and read_fact(texts[0]) is not first[0]  # read again
+
+
+def test_a_fact_key_is_held_as_sorted_terms_and_two_texts_of_one_key_are_one_fact():
+    """The key is kept as a sorted tuple (a set per fact took 615 MB at a million); `key` is the same terms as a
+    set, and the text read is kept beside it without making two restatements different facts."""
+    plain, restated = read_fact("We decided to use PostgreSQL for billing."), read_fact("use postgres for billing")
+    assert plain.terms == tuple(sorted(plain.key)) and set(plain.terms) == {"postgresql", "bill"}
+    assert plain == restated and plain.text != restated.text
+    change = read_fact("The standup moved from 9am to 10am")
+    assert change.change is not None and set(change.statement_terms) == change.statement != change.key
+    assert plain.statement_terms == plain.terms and set(plain.statement_terms) == plain.statement
+
+
+def test_a_fact_keeps_the_very_string_it_was_read_from():
+    words = ["Deploys happen on Friday, ticket", uuid.uuid4().hex]  # a text no other test reads
+    text, again = " ".join(words), " ".join(words)  # equal strings made at run time, as a store's replies are
+    assert read_fact(text).text is text and read_fact(again).text is text and again is not text
+
+
+def test_a_full_pass_keeps_only_the_texts_still_in_use(monkeypatch):
+    import consolidation.hygiene.facts as facts
+
+    monkeypatch.setattr(facts, "_FACTS", {})
+    texts = ["Deploys happen on Tuesday", "The user prefers tea over coffee", "Standup moved to 10am"]
+    kept = [read_fact(text) for text in texts]
+    facts.keep_read_facts(iter([texts[2], texts[0], "a text never read"]))
+    assert sorted(facts._FACTS) == sorted([texts[0], texts[2]])
+    assert read_fact(texts[0]) is kept[0] and read_fact(texts[1]) is not kept[1]  # let go: read again
+    assert read_fact(texts[1]) == kept[1]
 
 
 # --- changes from the pair, not from a word (issue 29) ----------------------------------------------------------

@@ -34,6 +34,8 @@ MAX_EXTRA_WORDS = 1
 # A change that names the old value is anchored by it: the older statement may be worded more freely.
 MAX_EXTRA_WORDS_NAMED = 3
 ANY_LENGTH = 1 << 20  # a pool query's slack that leaves a statement's length free
+# Simultaneous statements are filed (_sharing) in this many parts of the hash range, to sort each apart.
+FILING_PARTS = 8
 # Words saying a thing has one value at a time, so two statements giving it two values conflict.
 EXCLUSIVE_CUES = frozenset(_stem(w) for w in "favorite favourite default preferred primary main usual current "
                                               "only official".split())
@@ -122,7 +124,7 @@ def changes_over_time(candidates: Sequence[Candidate], similarity: Callable[[Can
     for index, candidate in enumerate(candidates):
         if candidate.merged_texts:
             statements = [f.statement for f, _ in candidate.variants]
-        elif candidate.fact.statement.isdisjoint(wanted):  # most memories: no set built for them (1M of them)
+        elif wanted.isdisjoint(candidate.fact.statement_terms):  # most memories: no set built for them (1M of them)
             continue
         else:
             statements = [candidate.fact.statement]
@@ -413,21 +415,19 @@ def _filed_together(candidates, order: np.ndarray, times: np.ndarray) -> set[tup
     counts = array_of([len(key) for key in keys], np.int64)
     terms = joined([np.fromiter(map(hash, chain.from_iterable(part)), dtype=np.int64) for part in slices(keys)],
                    np.int64)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    ends = np.cumsum(counts)
     types = array_of([hash(name) for name in type_names], np.int64)
-    whole = np.repeat(np.bitwise_xor.reduceat(terms, starts) ^ types, counts)  # type and key, order-free
-    entry = terms != hash(NOT)  # NOT is part of the key, never the one term that differs
-    whole ^= terms
-    filed = whole[entry]  # the type and key without this term
-    # Each column of 8M entries is 64 MB: the ones done with are let go at once, and places and positions are
-    # int32 (this step's peak was ~0.7 GB at a million memories).
-    del whole
-    place_of = np.repeat(np.array(places, dtype=np.int32), counts)[entry]
-    term_of = terms[entry]
-    del terms, entry
-    by_hash = np.argsort(filed, kind="stable")  # by hash, then in time order (the order they were filed in)
-    filed, place_of, term_of = filed[by_hash], place_of[by_hash], term_of[by_hash]
-    del by_hash
+    keyed = np.bitwise_xor.reduceat(terms, ends - counts) ^ types  # each statement's type and key, order-free
+    filed = np.repeat(keyed, counts)
+    filed ^= terms  # the type and key without this term
+    del terms  # each column of 8M entries is 64 MB: a term is its statement's hash and its filed one, xored
+    chosen = _sharing(filed)
+    statement = np.searchsorted(ends, chosen, side="right")
+    filed = filed[chosen]
+    term_of = filed ^ keyed[statement]
+    entry = term_of != hash(NOT)  # NOT is part of the key, never the one term that differs
+    filed, term_of = filed[entry], term_of[entry]
+    place_of = np.array(places, dtype=np.int64)[statement[entry]]
     when = times[place_of]
     firsts, seconds = [np.zeros(0, dtype=np.int32)], [np.zeros(0, dtype=np.int32)]
     active, step = np.arange(filed.size - 1, dtype=np.int32), 1
@@ -443,15 +443,32 @@ def _filed_together(candidates, order: np.ndarray, times: np.ndarray) -> set[tup
     return set(zip(np.concatenate(firsts).tolist(), np.concatenate(seconds).tolist()))
 
 
-def _plain_statements(candidates, order: np.ndarray) -> tuple[list[int], list[frozenset[str]], list[str]]:
+def _sharing(filed: np.ndarray) -> np.ndarray:
+    """The entries whose hash another entry has too, by hash and then in order (most have it alone: a key
+    without one of its terms is rarely another statement's). Sorted a part of the hash range at a time: sorting
+    8M entries at once took ~0.3 GB beside them."""
+    found = []
+    for part in range(FILING_PARTS):
+        at = np.flatnonzero((filed & (FILING_PARTS - 1)) == part)
+        at = at[np.argsort(filed[at], kind="stable")]
+        hashes = filed[at]
+        same_as_before = hashes[1:] == hashes[:-1]
+        shared = np.zeros(at.size, dtype=bool)
+        shared[1:] = same_as_before
+        shared[:-1] |= same_as_before
+        found.append(at[shared])
+    return np.concatenate(found)
+
+
+def _plain_statements(candidates, order: np.ndarray) -> tuple[list[int], list[tuple[str, ...]], list[str]]:
     """The places (in time order) of the plain statements with a key, their keys and their types: one pass."""
     places, keys, types = [], [], []
     for place, index in enumerate(order.tolist()):
         candidate = candidates[index]
         fact = candidate.fact
-        if fact.change is None and fact.key:
+        if fact.change is None and fact.terms:
             places.append(place)
-            keys.append(fact.key)
+            keys.append(fact.terms)
             types.append(candidate.type)
     return places, keys, types
 

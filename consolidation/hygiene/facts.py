@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import snowballstemmer
@@ -181,7 +182,9 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    key: frozenset[str]
+    # The key's terms, sorted: a tuple is a seventh of a set's size (a million facts are kept, see _FACTS), and
+    # two keys are equal exactly when their sorted terms are. `key` is the set, made when asked for.
+    terms: tuple[str, ...]
     change: Change | None
     # The numbers the key holds, as dedup's first sift over millions of pairs compares them (merges.py): how
     # many, and a hash of which (0 for none); kept here so that no set of them is made again for each run.
@@ -191,6 +194,14 @@ class Fact:
     # of change, ending or denial, a change word, a negation, an identifier or a year. Only such memories, and
     # those about their subjects, are read as clauses.
     updatable: bool = False
+    # The text it was read from, the very string the cache keeps: a candidate holds this one rather than the
+    # equal string each read of the store returns, so a million texts are held once (~110 MB).
+    text: str = field(default="", compare=False, repr=False)
+
+    @property
+    def key(self) -> frozenset[str]:
+        """What two restatements of this fact share (see the module's docstring)."""
+        return frozenset(self.terms)
 
     @property
     def statement(self) -> frozenset[str]:
@@ -199,13 +210,19 @@ class Fact:
             return self.key
         return self.change.subject | self.change.new
 
+    @property
+    def statement_terms(self) -> Collection[str]:
+        """The statement's terms, without making a set of a plain statement's key (looked through for a million)."""
+        return self.terms if self.change is None else self.change.subject | self.change.new
+
 
 # Every text read as a fact, kept between runs: a full pass reads every memory's text, and reading one costs ~14 µs
-# (14 s at a million). Room for every text of a million memories. A plain dictionary, emptied when full (the next
-# pass fills it again with the texts still in use): an lru_cache keeps a link object beside each entry (83 MB at
-# a million), and over more texts than it holds a pass in the same order evicts each one before its reuse anyway.
+# (14 s at a million). A full pass keeps only the texts still in use (keep_read_facts), so the bound is met only
+# by a store of about two million memories. A plain dictionary, emptied when full: an lru_cache keeps a link object
+# beside each entry (83 MB at a million), and over more texts than it holds a pass in the same order evicts each
+# one before its reuse anyway.
 _FACTS: dict[str, Fact] = {}
-FACTS_KEPT = 1 << 20
+FACTS_KEPT = 1 << 21
 
 
 def read_fact(text: str) -> Fact:
@@ -216,6 +233,15 @@ def read_fact(text: str) -> Fact:
             _FACTS.clear()
         fact = _FACTS[text] = _read_fact(text)
     return fact
+
+
+def keep_read_facts(texts: Iterable[str]) -> None:
+    """Let go of every text kept as read but these (a full pass's: every text in use). Texts no memory holds any
+    more (edited, deleted, old summaries) would otherwise fill the cache, which would then empty in the middle of a
+    pass and have every text read again: at a million memories there was room for 40,000 more texts."""
+    in_use = set(texts)
+    for text in [text for text in _FACTS if text not in in_use]:
+        del _FACTS[text]
 
 
 def forget_read_facts() -> None:
@@ -233,8 +259,8 @@ def _read_fact(text: str) -> Fact:
         change = _change(tokens) if kinds & CUE_KINDS else None
     key = _key(tokens, change, kinds)
     numbers = [term for term in key if term[:1].isdigit()]
-    return Fact(key, change, len(numbers), hash(frozenset(numbers)) if numbers else 0,
-                _updatable(tokens, kinds, change, text, key, numbers))
+    return Fact(tuple(sorted(key)), change, len(numbers), hash(frozenset(numbers)) if numbers else 0,
+                _updatable(tokens, kinds, change, text, key, numbers), text)
 
 
 def _updatable(tokens: list[tuple[str, str, str]], kinds: set[str], change: Change | None, text: str,

@@ -173,7 +173,7 @@ class KeyColumns(NamedTuple):
     @classmethod
     def of(cls, candidates: Sequence[Candidate]) -> KeyColumns:
         kinds: dict = {}
-        rows = [(kinds.setdefault((c.type, c.scope), len(kinds)), len(c.fact.key), NOT in c.fact.key,
+        rows = [(kinds.setdefault((c.type, c.scope), len(kinds)), len(c.fact.terms), NOT in c.fact.terms,
                  c.fact.change is None, c.fact.number_count, c.fact.number_hash) for c in candidates]
         columns = columns_of(rows) if rows else [[]] * 6
         return cls(*(array_of(column, dtype) for column, dtype in
@@ -264,7 +264,7 @@ def exact_cosine(unit: np.ndarray, a: int, b: int) -> float:
 def fact_ids(candidates: Sequence[Candidate]) -> np.ndarray:
     """A number per candidate, equal for candidates of one type and scope stating the same key."""
     seen: dict = {}
-    return np.fromiter((seen.setdefault((c.scope, c.type, c.fact.key), len(seen)) for c in candidates), np.int64,
+    return np.fromiter((seen.setdefault((c.scope, c.type, c.fact.terms), len(seen)) for c in candidates), np.int64,
                        len(candidates))
 
 
@@ -275,7 +275,7 @@ def with_same_facts(pairs: Pairs, candidates: list[Candidate], facts: np.ndarray
     restatement whose key matches is compared whatever the graph found (a second run then has nothing left to
     merge)."""
     groups = facts.copy()
-    groups[[not c.fact.key for c in candidates]] = -1
+    groups[[not c.fact.terms for c in candidates]] = -1
     order = np.argsort(groups, kind="stable")
     sizes = np.bincount(groups[groups >= 0])
     starts = np.concatenate(([0], np.cumsum(sizes))) + int(np.count_nonzero(groups < 0))

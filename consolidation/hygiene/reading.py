@@ -96,7 +96,7 @@ def read(text: str) -> Reading:
                          if before == "num" and kind == "word" and value in UNITS)
     negated = sum(1 for kind, _, _ in tokens if kind == "not") % 2 == 1
     denied = _denied(tokens)
-    sides = frozenset(term for term in fact.key if ":" in term and term.split(":", 1)[0] in ("OVER", "FROM", "TO"))
+    sides = frozenset(term for term in fact.terms if ":" in term and term.split(":", 1)[0] in ("OVER", "FROM", "TO"))
     return Reading(terms, frozenset(n for n in names if n in terms) or EMPTY, labels or EMPTY, measures or EMPTY,
                    negated, denied or EMPTY, sides or EMPTY, fact, text)
 

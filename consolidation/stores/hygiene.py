@@ -30,6 +30,8 @@ from .tombstones import edge_groups, restore_edges, snapshot
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp, "
                  f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}', m.held_until")
+# Types and scopes are few spellings, each held once (a new string per memory read: ~100 MB at a million).
+INPUT_KINDS = tuple("names" if column in ("m.type", "{scope}") else "as read" for column in INPUT_COLUMNS.split(", "))
 TERM_LOOKUP_CHUNK = 200
 INPUT_CHUNK = 2000  # memories whose inputs (texts among them) one read query returns
 # Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
@@ -88,7 +90,8 @@ class HygieneStore:
         """Every active memory's inputs, with connections left 0 (see connections())."""
         columns = self.falkor.scan_memories(
             f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
-            INPUT_COLUMNS.format(scope=self.scoping.key_expression(), degree="0"), self.scoping.params())
+            INPUT_COLUMNS.format(scope=self.scoping.key_expression(), degree="0"), self.scoping.params(),
+            kinds=INPUT_KINDS)
         distinct = self.falkor.scan_records(f"{ACTIVE_MEMORY} AND m.distinct_from IS NOT NULL", "m.id, m.distinct_from")
         merged = self.falkor.scan_memories(
             "m.merged_into IS NOT NULL", "c.id, m.content",

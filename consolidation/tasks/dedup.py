@@ -15,7 +15,7 @@ import numpy as np
 
 from ..hygiene.candidate import Candidate
 from ..hygiene.changes import Contradiction, Supersession, changes_over_time, simultaneous_conflicts
-from ..hygiene.facts import read_fact
+from ..hygiene.facts import keep_read_facts, read_fact
 from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds
 from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, with_same_facts
 from ..hygiene.model_judge import REPLACES, SAME_FACT, GreyPair, Question, model_judge_from, pair_key
@@ -50,7 +50,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         at = positions_in(inputs.ids, ids)
         graph = background.submit(ctx.neighbours.pairs, ids, unit, ctx.settings.consolidation_dedup_similarity,
                                   ctx.progress, [inputs.scopes[i] for i in at])
-        candidates = candidates_of(inputs, at)
+        candidates = candidates_of(inputs, at, ids)
         facts = fact_ids(candidates)
         # The graph's own pairs are let go once joined: at a million memories each copy is a quarter gigabyte.
         pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
@@ -80,6 +80,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         contradictions, left_out = bounded(ctx, contradictions)
         if not dry_run:
             write_links(ctx, supersessions, contradictions, {c.id: c.created for c in candidates})
+    keep_read_facts(text for c in candidates for text in (c.content, *c.merged_texts))
     ctx.progress(len(ids), len(ids))
     report = report_of(ctx, len(ids), similar, merges, supersessions, contradictions, (kept_apart, apart_total),
                        candidates, len(completed), judge)
@@ -199,20 +200,23 @@ def store_terms(ctx: TaskContext, candidates: list[Candidate], changes: np.ndarr
     return len(rows)
 
 
-def candidates_of(inputs: HygieneInputs, at: np.ndarray) -> list[Candidate]:
-    """The inputs at these positions, read as facts."""
+def candidates_of(inputs: HygieneInputs, at: np.ndarray, ids: Sequence[str] | None = None) -> list[Candidate]:
+    """The inputs at these positions, read as facts. `ids`: theirs, as the vector copy holds them (each id and
+    text read from a store is a new string; candidates keep the strings held between runs instead, ~180 MB at a
+    million memories)."""
     created = epoch_seconds(inputs.timestamps).tolist()
     apart, merged = inputs.distinct_from, inputs.merged_texts
 
-    def candidate(i: int) -> Candidate:
-        memory_id, content = inputs.ids[i], inputs.contents[i]
+    def candidate(i: int, memory_id: str) -> Candidate:
+        fact = read_fact(inputs.contents[i])
         distinct = apart.get(memory_id)
-        return Candidate(memory_id, inputs.types[i], read_fact(content), created[i], inputs.connections[i],
+        return Candidate(memory_id, inputs.types[i], fact, created[i], inputs.connections[i],
                          inputs.access_counts[i], inputs.protected[i], frozenset(distinct) if distinct else NONE_APART,
-                         inputs.superseded[i], content, tuple(merged[memory_id]) if memory_id in merged else (),
+                         inputs.superseded[i], fact.text, tuple(merged[memory_id]) if memory_id in merged else (),
                          inputs.scopes[i], inputs.built_in[i])
 
-    return list(map(candidate, at.tolist()))
+    positions = at.tolist()
+    return list(map(candidate, positions, ids if ids is not None else [inputs.ids[i] for i in positions]))
 
 
 def after_merges(candidates: list[Candidate], merges: list[Merge]) -> list[Candidate]:

@@ -270,7 +270,7 @@ class Region:
             parts.append(Pairs(number_at[mine[hit]].astype(INDEX), theirs[hit], graph.similarities[hit]))
         return Pairs.joined(parts)
 
-    def worth_reading(self, keys: dict[int, dict[frozenset[str], None]]) -> set[int]:
+    def worth_reading(self, keys: dict[int, dict[tuple[str, ...], None]]) -> set[int]:
         """Which of these unread memories the judge could find one fact with a memory of one of the keys given
         for each (by the terms stored on them: a number each side lacks is a conflict), or have no terms stored
         from their text now: those worth reading."""
@@ -346,10 +346,10 @@ def _follow(region: Region, hits: Pairs, queries: list[Candidate], origins: np.n
     q, t, similarity = hits.rows, hits.cols.astype(np.int64), hits.similarities
     keep = (origins[q] != t) & (similarity >= region.judge.lowest)
     q, t, similarity = q[keep], t[keep], similarity[keep]
-    keys: dict[int, dict[frozenset[str], None]] = defaultdict(dict)
+    keys: dict[int, dict[tuple[str, ...], None]] = defaultdict(dict)
     for k, p in zip(q.tolist(), t.tolist()):
         if p not in region.loaded:
-            keys[p].setdefault(queries[k].fact.key)
+            keys[p].setdefault(queries[k].fact.terms)
     region.load(region.worth_reading(keys))
     joined = []
     for k, p, s in zip(q.tolist(), t.tolist(), similarity.tolist()):
