@@ -385,13 +385,3 @@ def test_candidates_hold_the_strings_kept_between_runs_not_the_ones_each_read_re
     assert all(c.content is not text for c in candidates for text in inputs.contents)
     assert len({id(c.type) for c in candidates}) == 1 and len({id(c.scope) for c in candidates}) == 1
 
-
-def test_a_full_pass_lets_go_of_texts_no_memory_holds(services):
-    """Texts read once but no longer in any memory (an edited one's old text) do not fill the fact cache."""
-    import consolidation.hygiene.facts as facts
-
-    kept = remember(services, f"the billing service runs on node {uuid.uuid4().hex[:6]}")
-    edited_away = f"an old wording {uuid.uuid4().hex}"
-    facts.read_fact(edited_away)
-    dedup(services)
-    assert edited_away not in facts._FACTS and stored(services, kept)["content"] in facts._FACTS

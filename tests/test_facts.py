@@ -149,18 +149,25 @@ def test_a_full_word_cache_reads_every_text_as_an_empty_one_would(monkeypatch):
     assert read_fact(texts[0]).key != read_fact(texts[1]).key
 
 
-def test_texts_read_are_kept_up_to_a_bound_and_read_the_same_after_it_empties(monkeypatch):
-    """read_fact keeps each text read (a full pass meets them all again) until FACTS_KEPT, then starts over."""
+def test_texts_read_are_kept_for_two_turns_of_the_bound_and_read_the_same_after(monkeypatch):
+    """read_fact keeps each text read (a full pass meets them all again). When FACTS_KEPT texts were met since
+    the last turn, those become the earlier turn; one met again moves back unread, one not met for a whole turn
+    is let go and read again when next met."""
     import consolidation.hygiene.facts as facts
 
     texts = ["Deploys happen on Tuesday", "The user prefers tea over coffee", "Standup moved to 10am"]
     fresh = [facts._read_fact(text) for text in texts]
     monkeypatch.setattr(facts, "_FACTS", {})
+    monkeypatch.setattr(facts, "_EARLIER", {})
     monkeypatch.setattr(facts, "FACTS_KEPT", 2)
     first = [read_fact(text) for text in texts[:2]]
     assert first == fresh[:2] and read_fact(texts[0]) is first[0]  # kept: the same object comes back
-    assert read_fact(texts[2]) == fresh[2] and list(facts._FACTS) == [texts[2]]  # full: emptied, then kept
-    assert read_fact(texts[0]) == fresh[0] and read_fact(texts[0]) is not first[0]  # read again
+    assert read_fact(texts[2]) == fresh[2] and list(facts._FACTS) == [texts[2]]  # full: a new turn
+    assert read_fact(texts[0]) is first[0]  # met again: moved back from the earlier turn, not read again
+    read_fact("A fourth text")  # full again: the turn before (the second text alone by now) goes
+    assert sorted(facts._EARLIER) == sorted([texts[0], texts[2]]) and list(facts._FACTS) == ["A fourth text"]
+    again = read_fact(texts[1])
+    assert again == fresh[1] and again is not first[1]  # read again
 
 
 def test_a_fact_key_is_held_as_sorted_terms_and_two_texts_of_one_key_are_one_fact():
@@ -178,18 +185,6 @@ def test_a_fact_keeps_the_very_string_it_was_read_from():
     words = ["Deploys happen on Friday, ticket", uuid.uuid4().hex]  # a text no other test reads
     text, again = " ".join(words), " ".join(words)  # equal strings made at run time, as a store's replies are
     assert read_fact(text).text is text and read_fact(again).text is text and again is not text
-
-
-def test_a_full_pass_keeps_only_the_texts_still_in_use(monkeypatch):
-    import consolidation.hygiene.facts as facts
-
-    monkeypatch.setattr(facts, "_FACTS", {})
-    texts = ["Deploys happen on Tuesday", "The user prefers tea over coffee", "Standup moved to 10am"]
-    kept = [read_fact(text) for text in texts]
-    facts.keep_read_facts(iter([texts[2], texts[0], "a text never read"]))
-    assert sorted(facts._FACTS) == sorted([texts[0], texts[2]])
-    assert read_fact(texts[0]) is kept[0] and read_fact(texts[1]) is not kept[1]  # let go: read again
-    assert read_fact(texts[1]) == kept[1]
 
 
 # --- changes from the pair, not from a word (issue 29) ----------------------------------------------------------

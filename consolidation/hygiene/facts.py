@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Iterable
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -217,36 +217,38 @@ class Fact:
 
 
 # Every text read as a fact, kept between runs: a full pass reads every memory's text, and reading one costs ~14 µs
-# (14 s at a million). A full pass keeps only the texts still in use (keep_read_facts), so the bound is met only
-# by a store of about two million memories. A plain dictionary, emptied when full: an lru_cache keeps a link object
-# beside each entry (83 MB at a million), and over more texts than it holds a pass in the same order evicts each
-# one before its reuse anyway.
+# (14 s at a million). Room for the texts of a million memories, in two turns: when the texts met since the last
+# turn fill the room, they become the earlier turn and the texts of the turn before go (those not met for a whole
+# turn: edited, deleted, old summaries). A text of the earlier turn met again moves to the current one, unread.
+# Emptying the cache when full instead had every text read again after it filled with such texts (at a million
+# memories there was room for 40,000 more). Plain dictionaries: an lru_cache keeps a link object beside each
+# entry (83 MB at a million), and over more texts than it holds a pass in the same order evicts each one before
+# its reuse anyway.
 _FACTS: dict[str, Fact] = {}
-FACTS_KEPT = 1 << 21
+_EARLIER: dict[str, Fact] = {}
+FACTS_KEPT = 1 << 20
 
 
 def read_fact(text: str) -> Fact:
     """The text read as a fact (kept: see _FACTS)."""
     fact = _FACTS.get(text)
     if fact is None:
+        fact = _EARLIER.pop(text, None) or _read_fact(text)
         if len(_FACTS) >= FACTS_KEPT:
-            _FACTS.clear()
-        fact = _FACTS[text] = _read_fact(text)
+            _turn_over()
+        _FACTS[text] = fact
     return fact
 
 
-def keep_read_facts(texts: Iterable[str]) -> None:
-    """Let go of every text kept as read but these (a full pass's: every text in use). Texts no memory holds any
-    more (edited, deleted, old summaries) would otherwise fill the cache, which would then empty in the middle of a
-    pass and have every text read again: at a million memories there was room for 40,000 more texts."""
-    in_use = set(texts)
-    for text in [text for text in _FACTS if text not in in_use]:
-        del _FACTS[text]
+def _turn_over() -> None:
+    global _FACTS, _EARLIER
+    _FACTS, _EARLIER = {}, _FACTS
 
 
 def forget_read_facts() -> None:
     """Let go of every text kept as read (tests that change how texts read)."""
     _FACTS.clear()
+    _EARLIER.clear()
 
 
 def _read_fact(text: str) -> Fact:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..hygiene.candidate import Candidate
 from ..hygiene.changes import Contradiction, Supersession, changes_over_time, simultaneous_conflicts
-from ..hygiene.facts import keep_read_facts, read_fact
+from ..hygiene.facts import read_fact
 from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds
 from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, with_same_facts
 from ..hygiene.model_judge import REPLACES, SAME_FACT, GreyPair, Question, model_judge_from, pair_key
@@ -80,7 +80,6 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         contradictions, left_out = bounded(ctx, contradictions)
         if not dry_run:
             write_links(ctx, supersessions, contradictions, {c.id: c.created for c in candidates})
-    keep_read_facts(text for c in candidates for text in (c.content, *c.merged_texts))
     ctx.progress(len(ids), len(ids))
     report = report_of(ctx, len(ids), similar, merges, supersessions, contradictions, (kept_apart, apart_total),
                        candidates, len(completed), judge)
