@@ -182,7 +182,7 @@ class Change:
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    # The key's terms, sorted: a tuple is a seventh of a set's size (a million facts are kept, see _FACTS), and
+    # The key's terms, sorted: a tuple is about a sixth of a set's size (a million facts are kept, see _FACTS), and
     # two keys are equal exactly when their sorted terms are. `key` is the set, made when asked for.
     terms: tuple[str, ...]
     change: Change | None
