@@ -12,7 +12,7 @@ import pytest
 
 from consolidation.hygiene.terms import TERMS_VERSION
 from consolidation.stores.vectors import VectorPoint
-from tests.conftest import add_memory, axis, days_ago, link, unit, vector_at
+from tests.conftest import NOW, add_memory, axis, days_ago, link, unit, vector_at
 
 BASE, OTHER, THIRD = axis(0), axis(1), axis(2)
 NEAR = vector_at(0.97, BASE, OTHER)  # as close as a restatement, or as a look-alike from a real model
@@ -384,4 +384,4 @@ def test_candidates_hold_the_strings_kept_between_runs_not_the_ones_each_read_re
     assert all(any(c.content is k for k in kept) for c in candidates)
     assert all(c.content is not text for c in candidates for text in inputs.contents)
     assert len({id(c.type) for c in candidates}) == 1 and len({id(c.scope) for c in candidates}) == 1
-
+    assert [c.created for c in candidates] == [NOW.timestamp()] * 3  # each time read as epoch seconds at once

@@ -21,7 +21,7 @@ from ..memory import BUILT_IN_EMBEDDER, EMBEDDED_BY
 from ..scopes import Scoping
 from .authors import is_ours, mark, with_mark
 from .changes import CHANGE, MARK_SUMMARIES, NEXT_CHANGE, changed_after, ids_of, touched
-from .falkor import Falkor, booleans, chunked, floats
+from .falkor import Falkor, booleans, chunked, floats, typed
 from .graph import ACTIVE_MEMORY, DEGREE, Listing
 from .tombstones import edge_groups, restore_edges, snapshot
 
@@ -30,8 +30,10 @@ from .tombstones import edge_groups, restore_edges, snapshot
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp, "
                  f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}', m.held_until")
-# Types and scopes are few spellings, each held once (a new string per memory read: ~100 MB at a million).
-INPUT_KINDS = tuple("names" if column in ("m.type", "{scope}") else "as read" for column in INPUT_COLUMNS.split(", "))
+# Types and scopes are few spellings, each held once (a new string per memory read: ~100 MB at a million); times
+# are read as epoch seconds as each page arrives (a million ISO texts: ~80 MB).
+INPUT_KINDS = tuple({"m.type": "names", "{scope}": "names", "m.timestamp": "times"}.get(column, "as read")
+                    for column in INPUT_COLUMNS.split(", "))
 TERM_LOOKUP_CHUNK = 200
 INPUT_CHUNK = 2000  # memories whose inputs (texts among them) one read query returns
 # Pools per query: each walks the postings of its drive terms, so few at a time keep a query short (servers may
@@ -48,7 +50,7 @@ class HygieneInputs:
     ids: list[str]
     types: list[str]
     contents: list[str]
-    timestamps: list[str | None]
+    created: np.ndarray  # epoch seconds of each one's timestamp, NaN when missing or unreadable
     connections: list[int]
     access_counts: list[int]
     protected: list[bool]
@@ -111,7 +113,7 @@ class HygieneStore:
         merged = self.falkor.read_chunks(
             "UNWIND $ids AS id MATCH (d:Memory)-[:MERGED_INTO]->(m:Memory {id: id}) RETURN m.id, d.content",
             ids, 5000)
-        return _inputs([list(column) for column in zip(*rows)], distinct, merged)
+        return _inputs(typed([list(column) for column in zip(*rows)], INPUT_KINDS), distinct, merged)
 
     def connections(self, ids: Sequence[str]) -> dict[str, int]:
         """How many edges each of these memories has."""
@@ -415,8 +417,8 @@ class HygieneStore:
 def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneInputs:
     """HygieneInputs from the input columns, the distinct_from lists and the (canonical, merged text) rows."""
     if not columns:
-        return HygieneInputs([], [], [], [], [], [], [], [], {}, {}, [])
-    (ids, types, contents, timestamps, degrees, uses, protected, superseded, scopes, changes, stamps, built_in,
+        return HygieneInputs([], [], [], np.zeros(0), [], [], [], [], {}, {}, [])
+    (ids, types, contents, created, degrees, uses, protected, superseded, scopes, changes, stamps, built_in,
      held_until) = columns
     merged_texts: dict[str, list[str]] = {}
     for canonical, content in merged:
@@ -425,7 +427,7 @@ def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneIn
         texts.sort()  # in a fixed order, however they were read: the rules break ties by it
     return HygieneInputs(
         ids=list(ids), types=[t or "Memory" for t in types], contents=[c or "" for c in contents],
-        timestamps=list(timestamps), connections=[int(d) for d in degrees],
+        created=created, connections=[int(d) for d in degrees],
         access_counts=[int(u) if str(u).lstrip("-").isdigit() else 0 for u in uses],
         protected=list(booleans(protected)), superseded=list(booleans(superseded)),
         distinct_from={memory_id: list(others) for memory_id, others in distinct},

@@ -25,7 +25,7 @@ from ..lifecycle.merging import merge
 from ..similarity import Pairs, normalized
 from ..stores.hygiene import HygieneInputs
 from ..stores.verdicts import VerdictCache
-from ..timeutil import epoch_seconds, to_iso
+from ..timeutil import to_iso
 from .context import TaskContext, positions_in
 
 # What one run may write: contradictions per memory (earlier runs' counted) and in all; the rest are counted.
@@ -203,7 +203,7 @@ def candidates_of(inputs: HygieneInputs, at: np.ndarray, ids: Sequence[str] | No
     """The inputs at these positions, read as facts. `ids`: theirs, as the vector copy holds them (each id and
     text read from a store is a new string; candidates keep the strings held between runs instead, ~180 MB at a
     million memories)."""
-    created = epoch_seconds(inputs.timestamps).tolist()
+    created = inputs.created.tolist()
     apart, merged = inputs.distinct_from, inputs.merged_texts
 
     def candidate(i: int, memory_id: str) -> Candidate:
