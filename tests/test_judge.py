@@ -305,3 +305,29 @@ def test_the_sift_a_slice_of_pairs_at_a_time_finds_what_it_finds_over_all_of_the
         monkeypatch.setattr(merges, "SIFT_SLICE", size)
         same_kind, may_merge = merges._sifted(columns, rows, cols, similarities, judge_)
         assert same_kind.tolist() == whole_kind.tolist() and may_merge.tolist() == whole.tolist()
+
+
+def test_key_columns_made_a_slice_of_candidates_at_a_time_are_what_each_candidate_shows(monkeypatch):
+    """KeyColumns.of makes its rows a slice of candidates at a time; slices of any size give, for each candidate,
+    one code per type and scope (the same code across slices) and what its own fact shows."""
+    import numpy as np
+
+    import consolidation.hygiene.merges as merges
+    from consolidation.hygiene.candidate import Candidate
+    from consolidation.hygiene.facts import NOT, read_fact
+    from consolidation.slices import slices
+
+    candidates = [Candidate(f"m{k}", ("Decision", "Fact")[k % 2], read_fact(t), 0.0, 0, 0, content=t,
+                            scope=("", "u1")[k % 3 == 0]) for k, t in enumerate(NARROWED)]
+    for size in (1, 4, len(candidates)):
+        monkeypatch.setattr(merges, "slices", lambda values, size=size: slices(values, size))
+        columns = merges.KeyColumns.of(candidates)
+        kinds = [(c.type, c.scope) for c in candidates]
+        assert all((columns.kind[i] == columns.kind[j]) == (kinds[i] == kinds[j])
+                   for i in range(len(candidates)) for j in range(len(candidates)))
+        assert columns.size.tolist() == [len(c.fact.key) for c in candidates]
+        assert columns.negated.tolist() == [NOT in c.fact.key for c in candidates]
+        assert columns.plain.tolist() == [c.fact.change is None for c in candidates]
+        assert columns.number_count.dtype == np.int64 and columns.number_count.tolist() == [
+            sum(term[:1].isdigit() for term in c.fact.key) for c in candidates]
+    assert merges.KeyColumns.of([]).kind.size == 0

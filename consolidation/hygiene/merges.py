@@ -21,7 +21,7 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..similarity import INDEX, Pairs
-from ..slices import array_of, columns_of
+from ..slices import columns_of, joined, slices
 from ..timeutil import epoch_or_nan
 from .candidate import Candidate
 from .facts import NOT
@@ -113,19 +113,19 @@ def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np
     similarity = similarity or _from_pairs(rows, cols, similarities)
     same_kind, may_merge = _sifted(KeyColumns.of(candidates), rows, cols, similarities, judge)
     worth = np.flatnonzero(may_merge)
-    joined = np.zeros(rows.size, dtype=bool)
+    judged_same = np.zeros(rows.size, dtype=bool)
     grey = []
     for k in worth.tolist():
         a, b = candidates[rows[k]], candidates[cols[k]]
         verdict = judge.verdict(a, b, float(similarities[k]))
-        joined[k] = verdict.same
+        judged_same[k] = verdict.same
         if verdict.grey:
             grey.append(GreyPair(a.content, b.content, float(similarities[k]), verdict.same))
-    apart = same_kind & ~joined
+    apart = same_kind & ~judged_same
     kept_apart = Pairs(rows[apart], cols[apart], similarities[apart])
-    if not joined.any():
+    if not judged_same.any():
         return Judged([], kept_apart, grey)
-    merges = _groups(candidates, rows[joined], cols[joined], judge, similarity, connections)
+    merges = _groups(candidates, rows[judged_same], cols[judged_same], judge, similarity, connections)
     return Judged(merges, kept_apart, grey)
 
 
@@ -158,6 +158,9 @@ def _from_pairs(rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray) ->
     return lambda a, b: found.get((min(a, b), max(a, b)), -1.0)
 
 
+KEY_COLUMN_TYPES = (np.int64, np.int64, bool, bool, np.int64, np.int64)  # KeyColumns' fields, in order
+
+
 class KeyColumns(NamedTuple):
     """What every candidate's fact key shows, as columns: its kind (type and scope: only one kind merges), how
     many terms, whether negated, whether a plain statement (not a change), and its numbers (how many, a hash of
@@ -173,11 +176,17 @@ class KeyColumns(NamedTuple):
     @classmethod
     def of(cls, candidates: Sequence[Candidate]) -> KeyColumns:
         kinds: dict = {}
-        rows = [(kinds.setdefault((c.type, c.scope), len(kinds)), len(c.fact.terms), NOT in c.fact.terms,
-                 c.fact.change is None, c.fact.number_count, c.fact.number_hash) for c in candidates]
-        columns = columns_of(rows) if rows else [[]] * 6
-        return cls(*(array_of(column, dtype) for column, dtype in
-                     zip(columns, (np.int64, np.int64, bool, bool, np.int64, np.int64))))
+        parts = [_key_columns(part, kinds) for part in slices(candidates)]
+        return cls(*(joined([part[k] for part in parts], dtype) for k, dtype in enumerate(KEY_COLUMN_TYPES)))
+
+
+def _key_columns(candidates: Sequence[Candidate], kinds: dict) -> list[np.ndarray]:
+    """KeyColumns' columns of a slice of candidates (`kinds`: the code of each type and scope met so far). A row
+    per candidate lives only as long as its slice: a million of them took ~100 MB, which stayed in the process's
+    heap for the rest of the pass."""
+    rows = [(kinds.setdefault((c.type, c.scope), len(kinds)), len(c.fact.terms), NOT in c.fact.terms,
+             c.fact.change is None, c.fact.number_count, c.fact.number_hash) for c in candidates]
+    return [np.array(column, dtype) for column, dtype in zip(columns_of(rows), KEY_COLUMN_TYPES)]
 
 
 def _sifted(columns: KeyColumns, rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray,
