@@ -190,9 +190,11 @@ def statement_groups(candidates: Sequence[Candidate],
     drivers = frozenset(term for _, term in by_term)
     groups: dict[tuple[str, str], list[Statement]] = defaultdict(list)
     for candidate in candidates:
-        held = candidate.fact.key  # a change's key holds its statement too
+        terms = candidate.fact.terms  # a change's key holds its statement too
         reached = [s for s in by_words.get(candidate.scope, ()) if _words_in(s[1], candidate.content)]
-        for term in held & drivers:
+        driving = drivers.intersection(terms)  # most memories: none, and no set of their key is made
+        held = frozenset(terms) if driving else frozenset()
+        for term in driving:
             reached += [s for s in by_term.get((candidate.scope, term), ()) if wanted[s] <= held]
         if not reached:
             continue
