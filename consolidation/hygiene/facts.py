@@ -206,9 +206,7 @@ class Fact:
     @property
     def statement(self) -> frozenset[str]:
         """What the memory holds true now: for a change, its subject and new value."""
-        if self.change is None:
-            return self.key
-        return self.change.subject | self.change.new
+        return frozenset(self.statement_terms)
 
     @property
     def statement_terms(self) -> Collection[str]:

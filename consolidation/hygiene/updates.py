@@ -192,10 +192,8 @@ def statement_groups(candidates: Sequence[Candidate],
     for candidate in candidates:
         terms = candidate.fact.terms  # a change's key holds its statement too
         reached = [s for s in by_words.get(candidate.scope, ()) if _words_in(s[1], candidate.content)]
-        driving = drivers.intersection(terms)  # most memories: none, and no set of their key is made
-        held = frozenset(terms) if driving else frozenset()
-        for term in driving:
-            reached += [s for s in by_term.get((candidate.scope, term), ()) if wanted[s] <= held]
+        for term in drivers.intersection(terms):  # most memories: none, and no set of their key is made
+            reached += [s for s in by_term.get((candidate.scope, term), ()) if wanted[s].issubset(terms)]
         if not reached:
             continue
         clause = read_clause(candidate.content)

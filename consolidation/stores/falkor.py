@@ -356,7 +356,8 @@ def counts(column: Sequence[Any]) -> np.ndarray:
 
 
 def names(column: Sequence[Any]) -> list[Any]:
-    """A column of a few distinct texts (memory types), each spelling held once: each value read is a new string."""
+    """A column of a few distinct texts (memory types, scopes), each spelling held once: each value read is a new
+    string."""
     return [sys.intern(value) if isinstance(value, str) else value for value in column]
 
 

@@ -414,8 +414,9 @@ class HygieneStore:
             list(rows), chunk=500, at=at)
 
 
-def _inputs(columns: list[list[Any]], distinct: list, merged: list) -> HygieneInputs:
-    """HygieneInputs from the input columns, the distinct_from lists and the (canonical, merged text) rows."""
+def _inputs(columns: list[Any], distinct: list, merged: list) -> HygieneInputs:
+    """HygieneInputs from the input columns (read as INPUT_KINDS), the distinct_from lists and the (canonical,
+    merged text) rows."""
     if not columns:
         return HygieneInputs([], [], [], np.zeros(0), [], [], [], [], {}, {}, [])
     (ids, types, contents, created, degrees, uses, protected, superseded, scopes, changes, stamps, built_in,
