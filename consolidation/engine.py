@@ -38,6 +38,8 @@ from .stores.tombstones import TombstoneStore
 from .summaries import Summarizer
 from .reports import filed
 from .tasks import TASKS, TaskContext, incremental_version
+from .tasks.forget import prejudged as forget_prejudged
+from .tasks.handoff import Handoff, handed_over
 from .tasks.cluster import refresh as refresh_summaries
 from .timeutil import epoch_or_nan, to_iso, utc_now
 from .cadence import due_tasks, next_due
@@ -69,6 +71,7 @@ class Run:
     full: bool = False  # the caller asked for full passes (dedup, creative, cluster otherwise may be incremental)
     cancelled: bool = False  # an administrator asked it to stop; it stopped at a safe point
     paged_bytes: int = 0  # what its tasks kept of their report lists, to be paged (stores/report_pages.py)
+    handoff: Handoff | None = None  # forget's judgement of decay's read, for its forget (while it runs)
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "graph": self.graph, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
@@ -160,6 +163,7 @@ class ConsolidationEngine:
         try:
             self._mark_unmarked(run)
             self._drop_old_touches(run)
+            run.handoff = Handoff(forget_prejudged) if handed_over(run.tasks) else None
             for task in run.tasks:
                 if run.lease_lost:
                     run.results[task] = {"success": False, "error": "run lease lost to another process"}
@@ -172,6 +176,7 @@ class ConsolidationEngine:
                 run.results[task] = self._run_task(run, task)
         finally:
             keeper.stop()
+            run.handoff = None
             result = self._finish(run)
             with self._background_lock:
                 self._running -= 1
@@ -410,7 +415,8 @@ class ConsolidationEngine:
                          incremental_version(task, self.settings), run.full, bool(run.scope))
         ctx = TaskContext(self.settings, graph, hygiene, self.stores.vectors, self.lifecycle, self.summarizer,
                           now=now, neighbours=self.neighbours, progress=ProgressWriter(self.runs, run, task),
-                          since=plan.since, change_counter=int(control.get(CHANGE) or 0), dues=self.dues)
+                          since=plan.since, change_counter=int(control.get(CHANGE) or 0), dues=self.dues,
+                          handoff=run.handoff)
         started = time.monotonic()
         try:
             # The task may fall back to a full pass (its report then says so, overriding the plan's words).

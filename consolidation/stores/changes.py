@@ -52,8 +52,11 @@ def ids_of(*variables: str) -> str:
     return " + ".join(f"collect(DISTINCT id({variable}))" for variable in variables)
 
 
-# The end of a query that detaches and deletes the memory bound to `m`: its neighbours lose a relationship.
-DELETE_TOUCHING_NEIGHBOURS = ("OPTIONAL MATCH (m)--(x) WITH change, m, collect(id(x)) AS neighbours DETACH DELETE m "
+# The end of a query that detaches and deletes the memory bound to `m`: its neighbours lose a relationship, and its
+# own node id is touched too, so a pass that judged it from an earlier read looks again and finds it gone.
+DELETE_TOUCHING_NEIGHBOURS = ("OPTIONAL MATCH (m)--(x) WITH change, m, collect(id(x)) AS neighbours "
+                              "WITH change, m, neighbours + CASE WHEN m IS NULL THEN [] ELSE [id(m)] END AS neighbours "
+                              "DETACH DELETE m "
                               "WITH change, collect(neighbours) AS lists "
                               + touched("reduce(acc = [], part IN lists | acc + part)"))
 

@@ -20,6 +20,7 @@ from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBER
 from .authors import AUTOMEM_SUMMARY_LABEL, RUN_LABEL, is_ours, mark
 from .report_pages import PAGE_LABEL
 from .control import control_node
+from ..slices import joined_columns
 from .falkor import Falkor, booleans, floats, typed
 
 ACTIVE = "coalesce(m.archived, false) = false"
@@ -49,6 +50,10 @@ SCORING_WIDTH = 9  # columns of SCORING_COLUMNS
 # converts each page as it arrives).
 SCORING_KINDS = ("as read", "integers", "times", "times", "numbers", "numbers", "numbers", "counts", "flags")
 FORGET_KINDS = (*SCORING_KINDS, "flags", "names", "flags", "as read", "times", "flags", "times", "times")
+MERGED = "m.merged_into IS NOT NULL"
+FORGET_COLUMNS = (f"{UNCOUNTED_SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at, "
+                  f"{MERGED}, m.held_until, m.archived_at")
+ABOVE_DECAY_THRESHOLD = "coalesce(m.importance, 0.5) >= $threshold"  # with ACTIVE: the memories decay scores
 # A MetaPattern by id, found through the index on Memory ids: `(p:MetaPattern {id: id})` scans every MetaPattern
 # for each row (8,000 rows against 8,000 summaries: 6 s at a million memories, against 0.2 s).
 PATTERN_BY_ID = "(p:Memory {id: id}) WHERE p:MetaPattern"
@@ -246,12 +251,26 @@ class GraphStore:
     def scoring_inputs(self, importance_threshold: float | None, lookup: Lookup | None = None) -> ScoringInputs:
         """The active memories decay scores (all of them, or those at or above the importance threshold; only
         those the lookup names, if given)."""
+        where, params = self._decayed(importance_threshold)
+        return _scoring_inputs(self._memories(where, SCORING_COLUMNS, params, lookup, SCORING_KINDS))
+
+    def scoring_inputs_and_merged(self, importance_threshold: float | None) -> tuple[ScoringInputs, np.ndarray]:
+        """scoring_inputs of every memory decay scores, and which of them are merged into another (one scan)."""
+        where, params = self._decayed(importance_threshold)
+        columns = self.falkor.scan_memories(where, f"{SCORING_COLUMNS}, {MERGED}", params,
+                                            kinds=(*SCORING_KINDS, "flags"))
+        if not columns:
+            return _scoring_inputs([]), np.zeros(0, bool)
+        return _scoring_inputs(columns[:SCORING_WIDTH]), columns[SCORING_WIDTH]
+
+    def _decayed(self, importance_threshold: float | None) -> tuple[str, dict[str, Any]]:
+        """The condition (and its parameters) of the memories decay scores."""
         where = f"{ACTIVE} AND {NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}"
         params = self.scoping.params()
         if importance_threshold is not None:
-            where += " AND coalesce(m.importance, 0.5) >= $threshold"
+            where += f" AND {ABOVE_DECAY_THRESHOLD}"
             params["threshold"] = importance_threshold
-        return _scoring_inputs(self._memories(where, SCORING_COLUMNS, params, lookup, SCORING_KINDS))
+        return where, params
 
     def scoring_inputs_of(self, ids: Sequence[str]) -> ScoringInputs:
         """scoring_inputs for these memories, whatever their state."""
@@ -479,25 +498,21 @@ class GraphStore:
         """Every memory, archived and merged ones too (or those the lookup names), with what the forgetting
         rules look at, relationship counts aside (all 0: see relationship_counts); AutoMem's summaries are
         AutoMem's to keep or drop."""
-        columns = self._memories(
-            f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}",
-            f"{UNCOUNTED_SCORING_COLUMNS}, m.archived, m.type, m.protected, m.protected_reason, m.restored_at, "
-            "m.merged_into IS NOT NULL, m.held_until, m.archived_at", self.scoping.params(), lookup, FORGET_KINDS)
-        if not columns:
-            empty, none = np.zeros(0), np.zeros(0, bool)
-            return ForgetInputs(_scoring_inputs([]), none, [], none, [], empty, none, empty, empty)
-        archived, merged = columns[SCORING_WIDTH], columns[SCORING_WIDTH + 5]
-        return ForgetInputs(
-            scoring=_scoring_inputs(columns[:SCORING_WIDTH], ~archived & ~merged),
-            archived=archived,
-            types=[name or "Memory" for name in columns[SCORING_WIDTH + 1]],
-            protected=columns[SCORING_WIDTH + 2],
-            protected_reasons=columns[SCORING_WIDTH + 3],
-            restored=columns[SCORING_WIDTH + 4],
-            merged=merged,
-            held_until=columns[SCORING_WIDTH + 6],
-            archived_at=columns[SCORING_WIDTH + 7],
-        )
+        return forget_inputs_of(self._memories(f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}", FORGET_COLUMNS,
+                                               self.scoping.params(), lookup, FORGET_KINDS))
+
+    def forget_inputs_beside_decay(self, lookup: Lookup, importance_threshold: float | None) -> ForgetInputs:
+        """forget_inputs of the memories the lookup names and of every one decay does not score (archived, or
+        under its importance threshold: a scan that returns only those), in node id order."""
+        where = f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}"
+        decayed, params = self._decayed(importance_threshold)
+        named = self._memories(where, FORGET_COLUMNS, self.scoping.params(), lookup, FORGET_KINDS)
+        others = self.falkor.scan_memories(f"NOT ({decayed}) AND {where}", FORGET_COLUMNS, params, kinds=FORGET_KINDS)
+        both = joined_columns([named, others])
+        if not both:
+            return forget_inputs_of([])
+        _, first = np.unique(both[1], return_index=True)  # each memory once, in node id order
+        return forget_inputs_of([rows_of(column, first) for column in both])
 
     def relationship_counts(self, node_ids: np.ndarray, ids: Sequence[str]) -> np.ndarray:
         """Each memory's relationships, every edge counted as SCORING_COLUMNS counts them, by internal id (0 for
@@ -633,6 +648,32 @@ class GraphStore:
             NEXT_CHANGE + "UNWIND $rows AS id MATCH (m:Memory {id: id})-[r]-(o:Memory) DELETE r "
             f"{touched(ids_of('m', 'o'))}", list(ids))
         return cleared + list(ids)
+
+
+def forget_inputs_of(columns: list[Any]) -> ForgetInputs:
+    """ForgetInputs from forget's columns (FORGET_COLUMNS read as FORGET_KINDS)."""
+    if not columns:
+        empty, none = np.zeros(0), np.zeros(0, bool)
+        return ForgetInputs(_scoring_inputs([]), none, [], none, [], empty, none, empty, empty)
+    archived, merged = columns[SCORING_WIDTH], columns[SCORING_WIDTH + 5]
+    return ForgetInputs(
+        scoring=_scoring_inputs(columns[:SCORING_WIDTH], ~archived & ~merged),
+        archived=archived,
+        types=[name or "Memory" for name in columns[SCORING_WIDTH + 1]],
+        protected=columns[SCORING_WIDTH + 2],
+        protected_reasons=columns[SCORING_WIDTH + 3],
+        restored=columns[SCORING_WIDTH + 4],
+        merged=merged,
+        held_until=columns[SCORING_WIDTH + 6],
+        archived_at=columns[SCORING_WIDTH + 7],
+    )
+
+
+def rows_of(column: Any, rows: np.ndarray) -> Any:
+    """These rows (positions) of a column as a scan reads it: an array, or a list."""
+    if isinstance(column, np.ndarray):
+        return column[rows]
+    return [column[i] for i in rows.tolist()]
 
 
 def _scoring_inputs(columns: list[Any], unarchived: np.ndarray | None = None) -> ScoringInputs:

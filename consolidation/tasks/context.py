@@ -17,6 +17,7 @@ from ..stores.graph import GraphStore
 from ..stores.hygiene import HygieneStore
 from ..stores.vectors import VectorStore
 from ..summaries import Summarizer
+from .handoff import Handoff
 
 
 def _ignore_progress(processed: int, total: int) -> None:
@@ -40,6 +41,9 @@ class TaskContext:
     # The change counter at the task's start, and the due times decay and forget keep in this process.
     change_counter: int = 0
     dues: dict[str, Dues] = field(default_factory=dict)
+    # Forget's judgement of decay's full read, for forget later in the same run (tasks/handoff.py); None: no
+    # such pair in the run.
+    handoff: Handoff | None = None
 
 
 def positions_in(listed: Sequence[str], ids: Sequence[str]) -> np.ndarray:

@@ -12,6 +12,7 @@ import numpy as np
 
 from ..other_engine import automem_consolidation
 from ..scoring import NOT_CURRENT_RELEVANCE, ScoringInputs, changed, distribution, relevance_due, stored_relevance
+from ..revisits import Lookup
 from ..stores.automem import AutomemRecords
 from .context import TaskContext
 from .dues import fell_back, keep_dues, lookup_for
@@ -22,7 +23,7 @@ WRITE_CHUNK = 5000
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     lookup, fallback = lookup_for(ctx, "decay")
-    inputs = ctx.graph.scoring_inputs(ctx.settings.consolidation_decay_importance_threshold, lookup)
+    inputs = _read(ctx, lookup)
     ctx.progress(0, len(inputs))
     scores = stored_relevance(inputs, ctx.now)
     epsilon = ctx.settings.consolidation_score_epsilon
@@ -50,6 +51,17 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         "average_after": _mean(scores),
         "distribution": distribution(scores),
     }
+
+
+def _read(ctx: TaskContext, lookup: Lookup | None) -> ScoringInputs:
+    """The memories this pass scores; a full pass with forget later in its run hands what it read to forget's
+    judgement (tasks/handoff.py)."""
+    threshold = ctx.settings.consolidation_decay_importance_threshold
+    if lookup is not None or ctx.handoff is None:
+        return ctx.graph.scoring_inputs(threshold, lookup)
+    inputs, merged = ctx.graph.scoring_inputs_and_merged(threshold)
+    ctx.handoff.keep(ctx, inputs, merged)
+    return inputs
 
 
 def _lifted(ctx: TaskContext) -> tuple[list[int], list[str]]:

@@ -27,9 +27,14 @@ def lookup_for(ctx: TaskContext, task: str) -> tuple[Lookup | None, str | None]:
     if (ctx.now - dues.taken_at).total_seconds() > ctx.settings.consolidation_full_pass_interval_seconds:
         return None, STALE_DUES
     due = dues.due_by(ctx.now)
-    if due.size > SEEK_SHARE * dues.node_ids.size and due.size > SEEK_FLOOR:
+    if not worth_seeking(due.size, dues.node_ids.size):
         return None, MOSTLY_DUE
     return Lookup(dues.change, to_iso(dues.used_since()), due), None
+
+
+def worth_seeking(asked: int, memories: int) -> bool:
+    """Whether reading `asked` of the memories by node id beats reading every one."""
+    return asked <= SEEK_SHARE * memories or asked <= SEEK_FLOOR
 
 
 def keep_dues(ctx: TaskContext, task: str, lookup: Lookup | None, node_ids: np.ndarray, due: np.ndarray) -> None:

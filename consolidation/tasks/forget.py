@@ -5,7 +5,9 @@ duplicate leaves with its canonical; a memory a restore holds stays."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -13,13 +15,18 @@ import numpy as np
 from ..memory import graph_float
 from ..rules import ForgetDecision, ForgetPolicy, deletable_from, forget_decisions, forget_due
 from ..scoring import DEFAULT_IMPORTANCE, ScoringInputs, as_stored, changed, current_relevance, relevance_due
+from ..revisits import Lookup
 from ..stores.graph import ForgetInputs
 from ..timeutil import SECONDS_PER_DAY, days_between, iso_texts, to_iso
 from .context import TaskContext
-from .dues import fell_back, keep_dues, lookup_for
+from .dues import fell_back, keep_dues, lookup_for, worth_seeking
+from .handoff import Prejudged
 
 
 DECISION_TEXT_CHARS = 120
+# How far ahead forget's judgement of decay's read holds (tasks/handoff.py): the memories that could fall below a
+# line before then are read again in forget's pass; a forget later than that reads every memory afresh.
+HANDOFF_HOURS = 1.0
 
 
 def policy_of(settings) -> ForgetPolicy:
@@ -62,8 +69,9 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     completed = 0 if dry_run else ctx.lifecycle.complete_pending(ctx.now)
     lookup, fallback = lookup_for(ctx, "forget")
     policy = policy_of(settings)
-    inputs = _counted(ctx, policy, ctx.graph.forget_inputs(lookup))
-    count = len(inputs.scoring)
+    read, kept_ids, kept_due = _read(ctx, lookup)
+    inputs = _counted(ctx, policy, read)
+    count = len(inputs.scoring) + kept_ids.size
     ctx.progress(0, count)
     judged = judge(ctx, policy, inputs)
     limit = settings.consolidation_report_limit
@@ -76,7 +84,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     if not dry_run:
         _apply(ctx, judged)
         purged = ctx.lifecycle.purge_expired(ctx.now, settings.consolidation_tombstone_retention_days)
-        keep_dues(ctx, "forget", lookup, inputs.scoring.node_ids, _due(ctx, policy, inputs, judged))
+        keep_dues(ctx, "forget", lookup, np.concatenate([kept_ids, inputs.scoring.node_ids]),
+                  np.concatenate([kept_due, _due(ctx, policy, inputs, judged)]))
     ctx.progress(count, count)
     awaiting = int(judged.awaiting.size)
     return {
@@ -106,6 +115,34 @@ def _switch(policy: ForgetPolicy) -> dict[str, Any]:
                                      "CONSOLIDATION_DELETE_THRESHOLD are both 0, so nothing is archived or deleted; "
                                      "set them to turn it on")
     return switch
+
+
+def prejudged(ctx: TaskContext, inputs: ScoringInputs, merged: np.ndarray) -> Prejudged:
+    """Forget's judgement of decay's read (tasks/handoff.py): the memories decay scores that forget may act on
+    within HANDOFF_HOURS (below a line with no relationship counted, as _counted reads them, or merged), to be
+    read again, and for the others the time their relevance falls below the line: no later than the due time a
+    read of their protections would give (rules.forget_due), so at worst an incremental pass reads one early."""
+    policy = policy_of(ctx.settings)
+    uncounted = replace(inputs, relationship_counts=np.zeros(len(inputs)))
+    line = np.full(len(inputs), max(policy.archive_threshold, policy.delete_threshold))
+    until = ctx.now + timedelta(hours=HANDOFF_HOURS)
+    # Relevance only falls while nothing else changes: below the line by `until`, or below it now.
+    asked = (current_relevance(uncounted, until) < line) | merged
+    due = relevance_due(uncounted, ctx.now, line)
+    return Prejudged(inputs.node_ids[~asked], due[~asked], inputs.node_ids[asked], ctx.change_counter, ctx.now, until)
+
+
+def _read(ctx: TaskContext, lookup: Lookup | None) -> tuple[ForgetInputs, np.ndarray, np.ndarray]:
+    """The memories this pass judges, and the node ids and due times of those judged from decay's read in the
+    same run (tasks/handoff.py) and not read again: a full pass reads every memory, or what that judgement
+    left (every memory decay does not score, those it may act on, and those changed, touched or used since)."""
+    earlier = ctx.handoff.take(ctx.now) if lookup is None and ctx.handoff is not None else None
+    if earlier is None or not worth_seeking(earlier.asked.size, earlier.asked.size + earlier.node_ids.size):
+        return ctx.graph.forget_inputs(lookup), np.zeros(0, np.int64), np.zeros(0)
+    again = earlier.lookup()
+    touched = ctx.graph.touched_since(again.since)  # before the read: a later touch is in what it reads
+    inputs = ctx.graph.forget_inputs_beside_decay(again, ctx.settings.consolidation_decay_importance_threshold)
+    return (inputs, *earlier.besides(np.concatenate([touched, inputs.scoring.node_ids])))
 
 
 def _counted(ctx: TaskContext, policy: ForgetPolicy, inputs: ForgetInputs) -> ForgetInputs:
@@ -257,7 +294,7 @@ def _due(ctx: TaskContext, policy: ForgetPolicy, inputs, judged: Judgement) -> n
     only forget keeps current (archived, or under decay's importance threshold) is due too when its stored score
     goes stale."""
     scoring, now = inputs.scoring, ctx.now
-    archived = inputs.archived | np.fromiter((i in judged.to_archive for i in scoring.ids), bool, len(scoring))
+    archived = inputs.archived | _marked(judged, judged.to_archive)
     threshold = np.where(archived, policy.delete_threshold, max(policy.archive_threshold, policy.delete_threshold))
     due = forget_due(policy, relevance_due(scoring, now, threshold), judged.grace_from, scoring.importance,
                      inputs.types, inputs.protected, inputs.held_until, judged.archived_since)
@@ -267,5 +304,13 @@ def _due(ctx: TaskContext, policy: ForgetPolicy, inputs, judged: Judgement) -> n
         epsilon = ctx.settings.consolidation_score_epsilon
         due = np.where(_scored_by_forget(ctx, inputs, archived),
                        np.fmin(due, relevance_due(scoring, now, stored - epsilon)), due)
-    gone = np.fromiter((i in judged.to_delete for i in scoring.ids), bool, len(scoring))
+    gone = _marked(judged, judged.to_delete)
     return np.where(gone | inputs.merged, np.inf, due)
+
+
+def _marked(judged: Judgement, chosen: Collection[str]) -> np.ndarray:
+    """Which of the memories judged are among `chosen` (ids; one not judged, such as a duplicate leaving with
+    its canonical from outside a scope's run, is left out)."""
+    marked = np.zeros(len(judged.scoring), bool)
+    marked[[judged.position[i] for i in chosen if i in judged.position]] = True
+    return marked
