@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 
 from consolidation.revisits import USE_MARGIN
+from consolidation.service import build_services
 from consolidation.stores.graph import GraphStore
 from consolidation.tasks import TASKS
 from consolidation.tasks.handoff import Handoff, Prejudged, handed_over
 from consolidation.timeutil import to_iso
-from consolidation.service import build_services
 from tests.conftest import NOW, add_memory, days_ago, link, make_settings
 
 
-def judged(until_hours=1.0):
+def judged():
     return Prejudged(node_ids=np.array([1, 2, 5, 8]), due=np.array([10.0, 20.0, 50.0, 80.0]), asked=np.array([3]),
-                     change=7, taken_at=NOW, until=NOW + timedelta(hours=until_hours))
+                     change=7, taken_at=NOW, until=NOW + timedelta(hours=1))
 
 
 def test_the_memories_read_again_leave_the_judgement_made_from_decays_read():
