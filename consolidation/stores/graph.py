@@ -498,8 +498,8 @@ class GraphStore:
         """Every memory, archived and merged ones too (or those the lookup names), with what the forgetting
         rules look at, relationship counts aside (all 0: see relationship_counts); AutoMem's summaries are
         AutoMem's to keep or drop."""
-        return forget_inputs_of(self._memories(f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}", FORGET_COLUMNS,
-                                               self.scoping.params(), lookup, FORGET_KINDS))
+        return _forget_inputs(self._memories(f"{NOT_AUTOMEM_SUMMARY} AND {self.scoping.where()}", FORGET_COLUMNS,
+                                             self.scoping.params(), lookup, FORGET_KINDS))
 
     def forget_inputs_beside_decay(self, lookup: Lookup, importance_threshold: float | None) -> ForgetInputs:
         """forget_inputs of the memories the lookup names and of every one decay does not score (archived, or
@@ -510,9 +510,9 @@ class GraphStore:
         others = self.falkor.scan_memories(f"NOT ({decayed}) AND {where}", FORGET_COLUMNS, params, kinds=FORGET_KINDS)
         both = joined_columns([named, others])
         if not both:
-            return forget_inputs_of([])
+            return _forget_inputs([])
         _, first = np.unique(both[1], return_index=True)  # each memory once, in node id order
-        return forget_inputs_of([rows_of(column, first) for column in both])
+        return _forget_inputs([_rows_of(column, first) for column in both])
 
     def relationship_counts(self, node_ids: np.ndarray, ids: Sequence[str]) -> np.ndarray:
         """Each memory's relationships, every edge counted as SCORING_COLUMNS counts them, by internal id (0 for
@@ -650,7 +650,7 @@ class GraphStore:
         return cleared + list(ids)
 
 
-def forget_inputs_of(columns: list[Any]) -> ForgetInputs:
+def _forget_inputs(columns: list[Any]) -> ForgetInputs:
     """ForgetInputs from forget's columns (FORGET_COLUMNS read as FORGET_KINDS)."""
     if not columns:
         empty, none = np.zeros(0), np.zeros(0, bool)
@@ -669,7 +669,7 @@ def forget_inputs_of(columns: list[Any]) -> ForgetInputs:
     )
 
 
-def rows_of(column: Any, rows: np.ndarray) -> Any:
+def _rows_of(column: Any, rows: np.ndarray) -> Any:
     """These rows (positions) of a column as a scan reads it: an array, or a list."""
     if isinstance(column, np.ndarray):
         return column[rows]
