@@ -302,8 +302,8 @@ def test_a_new_memory_is_written_with_the_fact_terms_a_dedup_pass_would_store(se
 
     def terms_of(memory_id):
         rows = services.stores.graph.falkor.records(
-            "MATCH (m:Memory {id: $id}) RETURN m.fact_terms, m.fact_anchors, m.fact_least, m.fact_stamp, "
-            "m.change_seq", {"id": memory_id})
+            "MATCH (m:Memory {id: $id}) OPTIONAL MATCH (f:FactTerms {memory_id: m.id}) "
+            "RETURN f.terms, f.anchors, f.least, m.fact_stamp, m.change_seq", {"id": memory_id})
         return rows[0]
 
     terms, anchors, least, stamp, change = terms_of(ours)

@@ -10,8 +10,9 @@ from .candidate import Candidate
 from .facts import PREFER, Fact, read_fact
 
 # The version of the terms dedup stores on each memory (stored_terms): raise it whenever a change to facts.py or
-# to stored_terms changes any text's terms; the next dedup run is then a full pass that stores them anew.
-TERMS_VERSION = 3
+# to stored_terms changes any text's terms, or where they are stored; the next dedup run is then a full pass that
+# stores them anew. (4: moved off the memory onto a node of their own, stores/fact_terms.py.)
+TERMS_VERSION = 4
 
 
 class StoredTerms(NamedTuple):

@@ -18,6 +18,7 @@ missed for good.
 from __future__ import annotations
 
 from .control import control_node
+from .fact_terms import LEGACY_PROPERTIES, TERMS_OF_MEMORY
 
 # The property holding the number of a memory's (or a tombstone's) last change.
 CHANGE = "change_seq"
@@ -53,10 +54,11 @@ def ids_of(*variables: str) -> str:
 
 
 # The end of a query that detaches and deletes the memory bound to `m`: its neighbours lose a relationship, and its
-# own node id is touched too, so a pass that judged it from an earlier read looks again and finds it gone.
+# own node id is touched too, so a pass that judged it from an earlier read looks again and finds it gone; its
+# stored fact terms go with it.
 DELETE_TOUCHING_NEIGHBOURS = ("OPTIONAL MATCH (m)--(x) WITH change, m, collect(id(x)) AS neighbours "
                               "WITH change, m, neighbours + CASE WHEN m IS NULL THEN [] ELSE [id(m)] END AS neighbours "
-                              "DETACH DELETE m "
+                              + TERMS_OF_MEMORY + "DETACH DELETE m, f "
                               "WITH change, collect(neighbours) AS lists "
                               + touched("reduce(acc = [], part IN lists | acc + part)"))
 
@@ -67,9 +69,10 @@ MEMBERS_LEFT = "members_left"
 MARK_SUMMARIES = ("UNWIND $rows AS id MATCH (:Memory {id: id})<-[:SUMMARIZES]-(p:MetaPattern) "
                   f"SET p.{MEMBERS_LEFT} = true")
 
-# What the service keeps on a memory node for itself (its change number, and the fact terms dedup stores so an
-# incremental run finds memories by term): not the memory's fields, so reads of a memory leave them out.
-BOOKKEEPING = frozenset({CHANGE, "fact_terms", "fact_anchors", "fact_least", "fact_stamp", MEMBERS_LEFT})
+# What the service keeps on a memory node for itself (its change number, the stamp of the fact terms dedup stores
+# beside it, and where older versions stored the terms themselves): not the memory's fields, so reads of a memory
+# leave them out.
+BOOKKEEPING = frozenset({CHANGE, "fact_stamp", MEMBERS_LEFT, *LEGACY_PROPERTIES})
 
 
 def without_bookkeeping(properties: dict) -> dict:

@@ -172,6 +172,13 @@ class Falkor:
         query = _paged(where, returns, then)
         return [row for page in self._id_ranges(SCAN_PAGE) for row in self.records(query, page, read_only=True)]
 
+    def scan_nodes(self, label: str, then: str, returns: str) -> list[list[Any]]:
+        """`MATCH (n:<label>) <then> RETURN <returns>` over every node of the label (plain reply), read a page of
+        node ids at a time as scan_memories reads memories; `then` may filter (WITH ... WHERE)."""
+        query = f"MATCH (n:{label}) WHERE id(n) >= $first AND id(n) < $after {then} RETURN {returns}"
+        pages = self._read_pages(query, list(self._id_ranges(SCAN_PAGE, label)))
+        return [row for page in pages for row in page]
+
     def read_chunks(self, cypher: str, items: Sequence[Any], size: int, key: str = "ids",
                     params: dict | None = None) -> list[list[Any]]:
         """`cypher` (plain reply) over `items` passed as `$<key>`, `size` at a time, its rows in order."""
@@ -224,9 +231,9 @@ class Falkor:
                            read_only=True)
         return int(top[0][0])
 
-    def _id_ranges(self, step: int) -> Iterator[dict[str, int]]:
-        """`$first` / `$after` parameters covering every memory's node id, `step` ids at a time."""
-        highest = self.highest_node_id()
+    def _id_ranges(self, step: int, label: str = "Memory") -> Iterator[dict[str, int]]:
+        """`$first` / `$after` parameters covering the node id of every node of a label, `step` ids at a time."""
+        highest = self.highest_node_id(label)
         if highest is None:
             return
         for first in range(0, highest + 1, step):

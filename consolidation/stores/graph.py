@@ -20,6 +20,7 @@ from .changes import (CHANGE, DELETE_TOUCHING_NEIGHBOURS, MARK_SUMMARIES, MEMBER
 from .authors import AUTOMEM_SUMMARY_LABEL, RUN_LABEL, is_ours, mark
 from .report_pages import PAGE_LABEL
 from .control import control_node
+from .fact_terms import INDEXES as FACT_TERMS_INDEXES, LEGACY_INDEXES, SET_TERMS
 from ..slices import joined_columns
 from .falkor import Falkor, booleans, floats, typed
 
@@ -68,18 +69,17 @@ LOOKUP_READS = {
     "used": ("m.last_accessed >= $used_since", "used_since", False),
 }
 SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they are read with every other one
-# Range indexes the queries rely on: ids, change markers ("changed since"), and dedup's stored fact terms (array
-# properties: FalkorDB indexes each element, so "memories holding term t" is an index lookup), and the keys of
-# the dedup model judge's cached verdicts (stores/verdicts.py).
-INDEXES = (("Memory", "id"), ("RequestRecord", "key"), ("RequestRecord", "memory_id"), ("Memory", CHANGE), ("Memory", "fact_terms"), ("Memory", "fact_anchors"),
-           ("Tombstone", "memory_id"), ("Tombstone", CHANGE), (RUN_LABEL, "id"), ("MergeRecord", "id"),
+# Range indexes the queries rely on: ids, change markers ("changed since"), dedup's stored fact terms (on nodes of
+# their own: stores/fact_terms.py), and the keys of the dedup model judge's cached verdicts (stores/verdicts.py).
+# Memory keeps only the two it cannot do without: FalkorDB re-indexes a node on every write to it.
+INDEXES = (("Memory", "id"), ("Memory", CHANGE), *FACT_TERMS_INDEXES, ("RequestRecord", "key"),
+           ("RequestRecord", "memory_id"), ("Tombstone", "memory_id"), ("Tombstone", CHANGE), (RUN_LABEL, "id"), ("MergeRecord", "id"),
            ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"), ("Entity", "id"),
            ("EntityMerge", "id"), ("EntityMerge", "alias_id"), (PAGE_LABEL, "run_id"))
 
 # A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
 # as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.
-WITH_TERMS = ("m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
-              "m.fact_stamp = toString($terms_version) + ':' + toString(change)")
+TERMS_STAMP = "m.fact_stamp = toString($terms_version) + ':' + toString(change)"
 
 
 @dataclass
@@ -140,6 +140,12 @@ class GraphStore:
             except redis.ResponseError as exc:
                 if "already indexed" not in str(exc):
                     raise
+        for label, field in LEGACY_INDEXES:
+            try:
+                self.falkor.execute(f"DROP INDEX FOR (n:{label}) ON (n.{field})")
+            except redis.ResponseError as exc:
+                if "unable to drop index" not in str(exc).lower():
+                    raise
 
     # --- single memories -------------------------------------------------------------------------
 
@@ -147,28 +153,28 @@ class GraphStore:
         """Create each memory, or update the stored fields of one with the same id (an update keeps the fact
         terms of its old text, as replace_memories does)."""
         self.falkor.write_chunks(
-            NEXT_CHANGE + "UNWIND $rows AS row MERGE (m:Memory {id: row.memory.id}) "
-            f"ON CREATE SET {WITH_TERMS} SET m += row.memory SET {STAMP}",
+            NEXT_CHANGE + "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.memory.id}) "
+            "WITH row, change, e IS NULL AS fresh MERGE (m:Memory {id: row.memory.id}) "
+            f"ON CREATE SET {TERMS_STAMP} SET m += row.memory SET {STAMP} "
+            f"FOREACH (_ IN CASE WHEN fresh THEN [1] ELSE [] END | {SET_TERMS})",
             with_terms(memories), chunk=500, terms_version=TERMS_VERSION)
 
     def create_memories(self, memories: Sequence[dict[str, Any]]) -> set[str]:
         """Create memories whose id is not taken yet (an existing one is never touched); returns the created ids."""
         rows = self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row OPTIONAL MATCH (e:Memory {id: row.memory.id}) "
-            f"WITH row, change WHERE e IS NULL CREATE (m:Memory) SET m = row.memory SET {STAMP}, {WITH_TERMS} "
-            "RETURN m.id",
+            f"WITH row, change WHERE e IS NULL CREATE (m:Memory) SET m = row.memory SET {STAMP}, {TERMS_STAMP} "
+            f"{SET_TERMS}RETURN m.id",
             with_terms(memories), chunk=500, terms_version=TERMS_VERSION)
         return {row[0] for row in rows}
 
     def replace_memories(self, memories: Sequence[dict[str, Any]]) -> None:
-        """Replace every property of existing memories (their edges stay). The fact terms dedup stored stay too:
-        they describe the text replaced (its change number no longer matches them), which the next incremental
-        dedup needs to find what that text was part of."""
+        """Replace every property of existing memories (their edges stay). The fact terms dedup stored stay too
+        (beside the memory, with their stamp on it): they describe the text replaced (its change number no longer
+        matches the stamp), which the next incremental dedup needs to find what that text was part of."""
         self.falkor.write_chunks(
             NEXT_CHANGE + "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) "
-            "WITH m, row, change, m.fact_terms AS terms, m.fact_anchors AS anchors, m.fact_least AS least, "
-            f"m.fact_stamp AS stamp SET m = row SET {STAMP}, m.fact_terms = terms, m.fact_anchors = anchors, "
-            "m.fact_least = least, m.fact_stamp = stamp",
+            f"WITH m, row, change, m.fact_stamp AS stamp SET m = row SET {STAMP}, m.fact_stamp = stamp",
             list(memories), chunk=500)
 
     def remove_memories(self, ids: Sequence[str]) -> None:
@@ -700,7 +706,7 @@ def _scoring_inputs(columns: list[Any], unarchived: np.ndarray | None = None) ->
 
 
 def with_terms(memories: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows for WITH_TERMS: each memory with the terms of its text."""
+    """Rows for a write storing each memory with the terms of its text (SET_TERMS, TERMS_STAMP)."""
     rows = []
     for memory in memories:
         terms, anchors, least = text_terms(memory.get("content") or "")

@@ -21,6 +21,7 @@ from ..memory import BUILT_IN_EMBEDDER, EMBEDDED_BY
 from ..scopes import Scoping
 from .authors import is_ours, mark, with_mark
 from .changes import CHANGE, MARK_SUMMARIES, NEXT_CHANGE, changed_after, ids_of, touched
+from .fact_terms import CLEAR_LEGACY, DELETE_ORPHANED, FACT_TERMS, ITS_MEMORY, ORPHANED, SET_TERMS, TERMS_OF_MEMORY
 from .falkor import Falkor, booleans, chunked, floats, typed
 from .graph import ACTIVE_MEMORY, DEGREE, Listing
 from .tombstones import edge_groups, restore_edges, snapshot
@@ -142,16 +143,16 @@ class HygieneStore:
     # --- stored fact terms: which memories hold a term, without reading every text ------------------------------
 
     def previous_terms(self, ids: Sequence[str]) -> dict[str, frozenset[str]]:
-        """The fact terms stored on these memories, whatever text they were read from (for a memory whose text
+        """The fact terms stored for these memories, whatever text they were read from (for a memory whose text
         was replaced since: the old text's)."""
         return {memory_id: frozenset(terms) for memory_id, terms in self.falkor.record_chunks(
-            "UNWIND $ids AS id MATCH (m:Memory {id: id}) WHERE m.fact_terms IS NOT NULL RETURN m.id, m.fact_terms",
-            list(ids), 5000)}
+            f"UNWIND $ids AS id MATCH (f:{FACT_TERMS} {{memory_id: id}}) WHERE f.terms IS NOT NULL {ITS_MEMORY}"
+            "RETURN m.id, f.terms", list(ids), 5000)}
 
     def anchored(self, terms: Sequence[str]) -> set[str]:
-        """The active memories announcing a change anchored on any of these terms (stored fact_anchors)."""
+        """The active memories announcing a change anchored on any of these terms (stored anchors)."""
         return {row[0] for row in self.falkor.read_chunks(
-            f"UNWIND $terms AS t MATCH (m:Memory) WHERE t IN m.fact_anchors AND {ACTIVE_MEMORY} "
+            f"UNWIND $terms AS t MATCH (f:{FACT_TERMS}) WHERE t IN f.anchors {ITS_MEMORY}WHERE {ACTIVE_MEMORY} "
             f"AND {self.scoping.where()} RETURN DISTINCT m.id",
             sorted(set(terms)), TERM_LOOKUP_CHUNK, key="terms", params=self.scoping.params())}
 
@@ -163,10 +164,11 @@ class HygieneStore:
         were read from another text than its own now (its stamp is not `stamp`) is always worth reading. The
         test runs in the store, so the terms of the many that are not never travel."""
         return {row[0] for row in self.falkor.read_chunks(
-            "UNWIND $rows AS row MATCH (m:Memory {id: row.id}) WHERE coalesce(m.fact_stamp, '') <> row.stamp "
-            "OR m.fact_anchors IS NOT NULL OR any(k IN row.keys WHERE "
-            "all(n IN k.numbers WHERE n IN m.fact_terms) OR "
-            "all(t IN m.fact_terms WHERE NOT (t >= '0' AND t < ':') OR t IN k.terms)) RETURN m.id",
+            f"UNWIND $rows AS row MATCH (m:Memory {{id: row.id}}) {TERMS_OF_MEMORY}"
+            "WITH m, row, f.anchors AS anchors, f.terms AS terms "
+            "WHERE coalesce(m.fact_stamp, '') <> row.stamp OR anchors IS NOT NULL OR any(k IN row.keys WHERE "
+            "all(n IN k.numbers WHERE n IN terms) OR "
+            "all(t IN terms WHERE NOT (t >= '0' AND t < ':') OR t IN k.terms)) RETURN m.id",
             list(rows), 1000, key="rows")}
 
     def holding(self, rows: Sequence[dict[str, Any]]) -> dict[int, set[str]]:
@@ -175,24 +177,28 @@ class HygieneStore:
         `slack` words besides; reached through the postings of the `drive` terms (each such memory holds one)."""
         found: dict[int, set[str]] = {}
         for key, memory_id in self.falkor.read_chunks(
-                "UNWIND $rows AS row UNWIND row.drive AS d MATCH (m:Memory) WHERE d IN m.fact_terms "
-                f"AND {ACTIVE_MEMORY} AND {self.scoping.where()} "
-                "AND all(t IN row.required WHERE t IN m.fact_terms) "
-                "WITH row, m, size([t IN row.counted WHERE t IN m.fact_terms]) AS held "
-                "WHERE held >= row.need AND coalesce(m.fact_least, 0) <= held + row.slack "
-                "RETURN DISTINCT row.key, m.id",
+                f"UNWIND $rows AS row UNWIND row.drive AS d MATCH (f:{FACT_TERMS}) WHERE d IN f.terms "
+                "AND all(t IN row.required WHERE t IN f.terms) "
+                "WITH row, f, size([t IN row.counted WHERE t IN f.terms]) AS held "
+                f"WHERE held >= row.need AND coalesce(f.least, 0) <= held + row.slack {ITS_MEMORY}"
+                f"WHERE {ACTIVE_MEMORY} AND {self.scoping.where()} RETURN DISTINCT row.key, m.id",
                 list(rows), POOL_CHUNK, key="rows", params=self.scoping.params()):
             found.setdefault(int(key), set()).add(memory_id)
         return found
 
     def write_terms(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Store fact terms {id, change, terms, anchors, stamp}, each only if the memory has not changed since
-        it was read (a newer text is read, and its terms stored, by the next run). Not a change itself."""
+        """Store fact terms {id, change, terms, anchors, least, stamp}, each only if the memory has not changed
+        since it was read (a newer text is read, and its terms stored, by the next run). Not a change itself."""
         self.falkor.write_chunks(
             f"UNWIND $rows AS row MATCH (m:Memory {{id: row.id}}) WHERE m.{CHANGE} = row.change "
-            "SET m.fact_terms = row.terms, m.fact_anchors = row.anchors, m.fact_least = row.least, "
-            "m.fact_stamp = row.stamp",
+            f"SET m.fact_stamp = row.stamp, {CLEAR_LEGACY} {SET_TERMS}",
             list(rows), chunk=TERMS_WRITE_CHUNK)
+
+    def sweep_orphan_terms(self) -> int:
+        """Delete the fact terms of memories that are gone (another program deleted them); how many. Found by
+        a paged read (no write lock held while looking), deleted in chunks."""
+        orphans = [row[0] for row in self.falkor.scan_nodes(FACT_TERMS, ORPHANED, "n.memory_id")]
+        return sum(int(row[0]) for row in self.falkor.write_chunks(DELETE_ORPHANED, orphans))
 
     def linked_pairs(self, pairs: Sequence[tuple[str, str]]) -> set[frozenset[str]]:
         """Which of these pairs already have a SUPERSEDES or CONTRADICTS edge (either way)."""

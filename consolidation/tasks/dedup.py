@@ -56,7 +56,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         pairs = with_same_facts(graph.result(), candidates, facts, unit, ctx.settings.consolidation_dedup_similarity)
         del graph
         writes = [] if dry_run else [background.submit(
-            store_terms, ctx, candidates, inputs.changes[at], [inputs.stamps[i] for i in at])]
+            store_terms, ctx, candidates, inputs.changes[at], [inputs.stamps[i] for i in at]),
+            background.submit(ctx.hygiene.sweep_orphan_terms)]
         del inputs, at
         judge = pair_judge(ctx.settings)
         judged, asked, judge = find_merges(ctx, partial(judge_all, ctx, candidates, pairs, unit), judge, dry_run)
