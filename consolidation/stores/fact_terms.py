@@ -31,8 +31,9 @@ SET_TERMS = (f"MERGE (f:{FACT_TERMS} {{memory_id: m.id}}) "
 # Clear what older versions stored on the memory bound to `m` (SET items).
 CLEAR_LEGACY = ", ".join(f"m.{name} = null" for name in LEGACY_PROPERTIES)
 
-# The memory holding the terms bound to `f` (a clause: only memories still there go on).
-ITS_MEMORY = "MATCH (m:Memory {id: f.memory_id}) "
+# The memory holding the terms bound to `f` (a clause: only memories still there go on). Its WITH makes FalkorDB
+# look each one up by its id: two MATCH clauses in a row are planned as a hash join over every memory.
+ITS_MEMORY = "WITH * MATCH (m:Memory {id: f.memory_id}) "
 
 # The terms of the memory bound to `m`, if stored (a clause binding `f`, possibly null).
 TERMS_OF_MEMORY = f"OPTIONAL MATCH (f:{FACT_TERMS} {{memory_id: m.id}}) "
