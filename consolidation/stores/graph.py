@@ -73,8 +73,8 @@ SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they ar
 # their own: stores/fact_terms.py), and the keys of the dedup model judge's cached verdicts (stores/verdicts.py).
 # Memory keeps only the two it cannot do without: FalkorDB re-indexes a node on every write to it.
 INDEXES = (("Memory", "id"), ("Memory", CHANGE), *FACT_TERMS_INDEXES, ("RequestRecord", "key"),
-           ("RequestRecord", "memory_id"), ("Tombstone", "memory_id"), ("Tombstone", CHANGE), (RUN_LABEL, "id"), ("MergeRecord", "id"),
-           ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"), ("Entity", "id"),
+           ("RequestRecord", "memory_id"), ("Tombstone", "memory_id"), ("Tombstone", CHANGE), (RUN_LABEL, "id"),
+           ("MergeRecord", "id"), ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"), ("Entity", "id"),
            ("EntityMerge", "id"), ("EntityMerge", "alias_id"), (PAGE_LABEL, "run_id"))
 
 # A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
