@@ -67,10 +67,9 @@ def test_the_highest_node_id_is_found_above_other_labels(services):
     assert len(falkor.scan_memories("true", "m.id")[0]) == 12
 
 
-def test_a_scan_takes_pages_of_memories_however_many_other_nodes_lie_between_and_above(services, monkeypatch):
+def test_a_scan_reads_every_memory_however_many_other_nodes_lie_between_and_above(services, monkeypatch):
     """Each memory has a FactTerms node beside it and other nodes lie between and far above the memories: the
-    highest memory id is still found (the search near the top widens), and a page holds about SCAN_PAGE
-    memories, not SCAN_PAGE ids."""
+    highest memory id is still found (the search near the top widens), and the pages cover every memory."""
     falkor = services.stores.graph.falkor
     monkeypatch.setattr(falkor_module, "TOP_SEARCH_IDS", 4)
     ids = []
@@ -82,8 +81,7 @@ def test_a_scan_takes_pages_of_memories_however_many_other_nodes_lie_between_and
 
     assert falkor.highest_node_id() == highest
     pages = list(falkor._id_ranges(5))
-    # By hand: 20 memories among highest + 1 ids, 5 a page: 4 pages (5 if the ids do not divide evenly).
-    assert highest >= 3 * 20 and len(pages) <= 5
+    assert highest >= 3 * 20 and len(pages) == highest // 5 + 1  # ids 0..highest, 5 a page
     assert pages[0]["first"] == 0 and pages[-1]["after"] > highest
     assert sorted(falkor.scan_memories("true", "m.id")[0]) == sorted(ids)
 

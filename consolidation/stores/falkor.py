@@ -48,7 +48,7 @@ PACES_KEPT = 512
 # memories the full run took 9.7 s against 11.0 s reading one 10k page at a time. More at once gained little and
 # made every status request queue behind them (p50 9 -> 21 ms).
 SCAN_PAGE = 2500
-TOP_SEARCH_IDS = 1024  # the ids below the top where a label's highest id is looked for first (_extent)
+TOP_SEARCH_IDS = 1024  # the ids below the top where a label's highest id is looked for first
 SCAN_READERS = 2
 # A worker process (runs apart from serving) asks one page at a time: FalkorDB answers reads on as many threads
 # as the server has cores (two here), and a request's read queued behind two pages waited for one of them.
@@ -222,12 +222,7 @@ class Falkor:
         return done
 
     def highest_node_id(self, label: str = "Memory") -> int | None:
-        """The highest internal id of a node of this label (None: none)."""
-        extent = self._extent(label)
-        return extent[1] if extent else None
-
-    def _extent(self, label: str) -> tuple[int, int] | None:
-        """How many nodes of this label there are and the highest id among them (None: none).
+        """The highest internal id of a node of this label (None: none).
 
         `max(id(n))` over all of them took 106 ms at 1M memories, before every scan, so the search starts near
         the top: ids run up to about the count of all nodes (a deleted node's id is given to the next), and this
@@ -243,20 +238,19 @@ class Falkor:
             top = self.execute(f"MATCH (n:{label}) WHERE id(n) >= $floor RETURN max(id(n))", {"floor": floor},
                                read_only=True)
             if top and top[0][0] is not None:
-                return count, int(top[0][0])
+                return int(top[0][0])
             reach *= 16
 
     def _id_ranges(self, step: int, label: str = "Memory") -> Iterator[dict[str, int]]:
-        """`$first` / `$after` parameters covering the node id of every node of a label, each range holding
-        about `step` of them (wider where other labels' nodes lie between: half the ids at a million memories
-        are their FactTerms nodes, and a page's query costs the same however few it returns)."""
-        extent = self._extent(label)
-        if extent is None:
+        """`$first` / `$after` parameters covering the node id of every node of a label, `step` ids at a time.
+        (Ranges holding `step` nodes of the label instead, twice as wide at a million memories with their
+        FactTerms nodes between, were tried: no faster beyond the noise, and the status p99 of the benchmark
+        with them was 49.1 ms against 35-36 ms: docs/performance.md, issue 43, tenth part.)"""
+        highest = self.highest_node_id(label)
+        if highest is None:
             return
-        count, highest = extent
-        width = max(step, step * (highest + 1) // count)
-        for first in range(0, highest + 1, width):
-            yield {"first": first, "after": first + width}
+        for first in range(0, highest + 1, step):
+            yield {"first": first, "after": first + step}
 
     def write_chunks(self, cypher: str, rows: Sequence[Any], chunk: int = WRITE_CHUNK,
                      **params: Any) -> list[list[Any]]:
