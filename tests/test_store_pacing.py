@@ -84,6 +84,11 @@ def test_a_scan_reads_every_memory_however_many_other_nodes_lie_between_and_abov
     assert highest >= 3 * 20 and len(pages) == highest // 5 + 1  # ids 0..highest, 5 a page
     assert pages[0]["first"] == 0 and pages[-1]["after"] > highest
     assert sorted(falkor.scan_memories("true", "m.id")[0]) == sorted(ids)
+    # Memories deleted between the count and the search (a count of 999 read, 20 there): still found, no loop.
+    real = falkor.execute
+    monkeypatch.setattr(falkor, "execute", lambda cypher, *args, **kwargs: [[999]] if cypher.startswith(
+        "MATCH (n:Memory) RETURN count(n)") else real(cypher, *args, **kwargs))
+    assert falkor.highest_node_id() == highest
 
 
 def test_status_reads_its_graph_in_one_round_trip(services, monkeypatch):

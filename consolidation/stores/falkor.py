@@ -232,14 +232,15 @@ class Falkor:
         if count == 0:
             return None
         ceiling = int(self.execute("MATCH (n) RETURN count(n)", read_only=True)[0][0])
-        reach = TOP_SEARCH_IDS
-        while True:
-            floor = max(count - 1, ceiling - reach)
+        reach, floor = TOP_SEARCH_IDS, None
+        while floor != 0:  # the last look is over every id: nodes deleted since the count may leave none above
+            floor = max(count - 1, ceiling - reach) if floor != count - 1 else 0
             top = self.execute(f"MATCH (n:{label}) WHERE id(n) >= $floor RETURN max(id(n))", {"floor": floor},
                                read_only=True)
             if top and top[0][0] is not None:
                 return int(top[0][0])
             reach *= 16
+        return None
 
     def _id_ranges(self, step: int, label: str = "Memory") -> Iterator[dict[str, int]]:
         """`$first` / `$after` parameters covering the node id of every node of a label, `step` ids at a time.
