@@ -74,7 +74,8 @@ SCAN_INSTEAD_SHARE = 0.25  # of the memories: asked for by id beyond it, they ar
 # Memory keeps only the two it cannot do without: FalkorDB re-indexes a node on every write to it.
 INDEXES = (("Memory", "id"), ("Memory", CHANGE), *FACT_TERMS_INDEXES, ("RequestRecord", "key"),
            ("RequestRecord", "memory_id"), ("Tombstone", "memory_id"), ("Tombstone", CHANGE), (RUN_LABEL, "id"),
-           ("MergeRecord", "id"), ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"), ("JudgeVerdict", "key"), ("Entity", "id"),
+           ("MergeRecord", "id"), ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"),
+           ("JudgeVerdict", "key"), ("Entity", "id"),
            ("EntityMerge", "id"), ("EntityMerge", "alias_id"), (PAGE_LABEL, "run_id"))
 
 # A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
@@ -133,19 +134,19 @@ class GraphStore:
         return GraphStore(self.falkor, self.scoping.within(scope))
 
     def ensure_schema(self) -> None:
-        """Create the indexes the queries rely on, if missing."""
+        """Create the indexes the queries rely on, if missing, and drop those older versions made, if there."""
         for label, field in INDEXES:
-            try:
-                self.falkor.execute(f"CREATE INDEX FOR (n:{label}) ON (n.{field})")
-            except redis.ResponseError as exc:
-                if "already indexed" not in str(exc):
-                    raise
+            self._index_command("CREATE", label, field, "already indexed")
         for label, field in LEGACY_INDEXES:
-            try:
-                self.falkor.execute(f"DROP INDEX FOR (n:{label}) ON (n.{field})")
-            except redis.ResponseError as exc:
-                if "unable to drop index" not in str(exc).lower():
-                    raise
+            self._index_command("DROP", label, field, "unable to drop index")
+
+    def _index_command(self, verb: str, label: str, field: str, done_already: str) -> None:
+        """CREATE or DROP one index; the error saying it was done already (`done_already`) is no error."""
+        try:
+            self.falkor.execute(f"{verb} INDEX FOR (n:{label}) ON (n.{field})")
+        except redis.ResponseError as exc:
+            if done_already not in str(exc).lower():
+                raise
 
     # --- single memories -------------------------------------------------------------------------
 
