@@ -8,6 +8,7 @@ class ServiceError(Exception):
 
     status = 500
     error = "internal_error"
+    shown_null: tuple[str, ...] = ()  # extra fields an answer shows even when null (a null that means something)
 
     def __init__(self, detail: str, **extra):
         super().__init__(detail)
@@ -56,6 +57,7 @@ class Gone(ServiceError):
 
     status = 410
     error = "gone"
+    shown_null = ("restorable_until",)  # null: erased, nothing can bring it back
 
 
 class RunInProgress(ServiceError):
@@ -79,6 +81,13 @@ class RunCancelled(Exception):
 class Conflict(ServiceError):
     status = 409
     error = "conflict"
+
+
+class IdempotencyKeyReused(ServiceError):
+    """An Idempotency-Key came back with another request than the one it was first used for."""
+
+    status = 422
+    error = "idempotency_key_reused"
 
 
 class StoreUnavailable(ServiceError):

@@ -1,14 +1,19 @@
-"""Whole identifiers in text (an e-mail, a domain, a name, a number), as a purge finds them (pure)."""
+"""Whole identifiers in text (an e-mail, a domain, a name, a number), as a purge finds them, which matches are
+identifiers at all, and the keyed digest a purge's record keeps instead of the match (pure)."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import re
 import unicodedata
+from collections.abc import Iterable
 from typing import Any
 
 from .errors import InvalidInput
-from .hygiene.facts import IDENTIFIER_PARTS, JOINER
+from .hygiene.compound import facts_of
+from .hygiene.facts import IDENTIFIER_PARTS, JOINER, STOPWORDS, content_words
 
 MAX_IDENTIFIER_CHARS = 256
 # Characters that continue an identifier: "dana@x.io" inside "adana@x.io" or "dana@x.io.uk" is part of a
@@ -38,8 +43,95 @@ def identifier_pattern(identifier: str) -> re.Pattern[str]:
     return re.compile(_BEFORE + body + _AFTER)
 
 
+# What a purge takes as an identifier without being told how many memories hold it: a match that names one
+# person, address or account, not a word that many texts share.
+IDENTIFIER_KINDS = (
+    ("e-mail", re.compile(r"[^\s@]+@[^\s@]+\.[^\s@]+")),
+    ("url", re.compile(r"(?:https?://|www\.)\S+")),
+    ("handle", re.compile(r"@\w{2,}")),
+    ("domain", re.compile(r"(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z]{2,}")),
+    ("phone number", re.compile(r"\+?\(?\d[\d\s().-]*\d")),  # with MIN_PHONE_DIGITS (below)
+    ("number", re.compile(r"\d[\d.,/:-]*\d")),  # with MIN_NUMBER_DIGITS
+    ("code", re.compile(r"(?=\S*\d)(?=\S*[^\W\d_])[\w.-]{4,}")),  # letters and digits in one token
+)
+MIN_NUMBER_DIGITS = 4
+MIN_PHONE_DIGITS = 7
+NAME_WORD = re.compile(r"[^\W\d_][^\W\d_'’.-]*(?:['’-][^\W\d_]+)*")
+MAX_NAME_WORDS = 4
+
+
+def identifier_kind(match: str) -> str | None:
+    """What kind of identifier the match is (e-mail, url, handle, domain, phone number, number, code, name), or
+    None when it is not one: a number needs MIN_NUMBER_DIGITS digits (a phone number MIN_PHONE_DIGITS, with its
+    separators), a name is one to MAX_NAME_WORDS words each written with a capital first letter (an initial
+    like "J." too, beside a word), none of them a function word of English ("The", "In" and "A" are not)."""
+    value = " ".join(unicodedata.normalize("NFKC", match).split())
+    digits = sum(c.isdigit() for c in value)
+    for kind, rule in IDENTIFIER_KINDS:
+        if rule.fullmatch(value.casefold() if kind == "domain" else value):
+            if kind == "number" and digits < MIN_NUMBER_DIGITS or kind == "phone number" and (
+                    digits < MIN_PHONE_DIGITS or not re.search(r"[\s().+-]", value)):
+                continue
+            return kind
+    return "name" if _is_name(value.split()) else None
+
+
+def _is_name(words: list[str]) -> bool:
+    initials = [w for w in words if len(w) == 2 and w[0].isupper() and w[1] == "."]
+    named = [w for w in words if w not in initials]
+    return (0 < len(named) and len(words) <= MAX_NAME_WORDS
+            and all(NAME_WORD.fullmatch(w) and w[0].isupper() and len(w) >= 2 and w.casefold() not in STOPWORDS
+                    for w in named))
+
+
+# Beyond the identifier, a text that only says what it is ("Customer email is ...") has a word or two; one that
+# tells more ("Escalate outages to ... before noon on weekdays") has more than this many content words.
+MOST_NAMING_WORDS = 3
+
+
+def says_more(text: str, pattern: re.Pattern[str]) -> bool:
+    """Whether a text holding the identifier states something besides it: a fact of its own in which the
+    identifier does not stand ("Dana's number is 555-1234 and she hikes"), another identifier ("moved from
+    a@x.io to b@x.io"), or more than MOST_NAMING_WORDS content words. Such a memory can be redacted instead of
+    deleted."""
+    if any(not holds(part.text, pattern) for part in facts_of(text)):
+        return True
+    rest = pattern.sub(" ", normalised(text))
+    if len(content_words(rest)) > MOST_NAMING_WORDS:
+        return True
+    return any(identifier_kind(token.strip(".,;:!?()[]\"'")) not in (None, "name") for token in rest.split())
+
+
+# --- the digest a request record keeps ------------------------------------------------------------------------
+
+def comparable(identifier: str) -> str:
+    """The identifier as its digest is taken: normalised, and each run of whitespace one space."""
+    return " ".join(normalised(identifier).split())
+
+
+def digest(identifier: str, key: bytes) -> str:
+    """A keyed hash of the identifier: a record can say which identifier it was about without holding it (a
+    plain hash of a phone number is undone by trying every number)."""
+    return hmac.new(key, comparable(identifier).encode(), hashlib.sha256).hexdigest()
+
+
+def recovered(texts: Iterable[str], identifier_digest: str, length: int, key: bytes) -> str | None:
+    """The identifier whose digest (of `length` characters as `comparable` writes it) is `identifier_digest`,
+    found again in texts that hold it; None when none does (what needed it was done)."""
+    for text in texts:
+        written = comparable(text)
+        for start in range(len(written) - length + 1):
+            candidate = written[start:start + length]
+            if hmac.compare_digest(digest(candidate, key), identifier_digest):
+                return candidate
+    return None
+
+
 def holds(text: str, pattern: re.Pattern[str]) -> bool:
     return pattern.search(normalised(text)) is not None
+
+
+REDACTED_MARK = "[redacted]"
 
 
 def redacted(text: str, pattern: re.Pattern[str], mark: str = "[erased]") -> str:

@@ -18,6 +18,7 @@ import numpy as np
 from .errors import InvalidInput
 from .json_input import parse_json
 from .memory import NewMemory, import_id, packed_embedding
+from .scopes import Scope, other_scope
 from .timeutil import parse_iso, to_iso
 
 REPORTED_LINES = 20
@@ -103,8 +104,10 @@ class ImportPlan:
 
 def read_jsonl(data: bytes, report: ImportReport, progress: ImportProgress = no_progress,
                scope_properties: tuple[str, ...] = (),
-               give_way: Callable[[], None] = lambda: None) -> list[tuple[int, dict[str, Any]]]:
-    """Each non-blank line as a JSON object with its id (derived from the line and its scope when it has none).
+               give_way: Callable[[], None] = lambda: None,
+               bound: Scope | None = None) -> list[tuple[int, dict[str, Any]]]:
+    """Each non-blank line as a JSON object with its id (derived from the line and its scope when it has none);
+    for a scoped caller (`bound`), in its scope (a line naming another is invalid).
 
     Lines end at "\\n" only (a trailing "\\r" is dropped): U+2028 and other Unicode line breaks are content.
     """
@@ -124,6 +127,10 @@ def read_jsonl(data: bytes, report: ImportReport, progress: ImportProgress = no_
             body = parse_json(raw, field="line")
             if not isinstance(body, dict):
                 raise InvalidInput("line", "must be a JSON object")
+            if bound is not None:
+                if (named := other_scope(body, bound)) is not None:
+                    raise InvalidInput(named, "this token writes only in its own scope")
+                body.update(bound)
             body.setdefault("id", import_id(body, scope_properties))
             if "embedding" in body:
                 body["embedding"] = packed_embedding(body["embedding"])

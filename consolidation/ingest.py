@@ -22,6 +22,7 @@ from .lifecycle.requests import Requests
 from .lifecycle.states import state_of
 from .memory import NewMemory, parse_embedding, parse_memory, parse_memory_id
 from .recall import CURRENT, Recall, RecallQuery
+from .scopes import Scope, bound_body, within_bound
 from .settings import Settings
 from .stores import Stores
 from .stores.audit import AuditLog
@@ -51,10 +52,11 @@ class MemoryChecks:
 
     def import_lines(self, data: bytes, report: ImportReport, shift_to_now: bool,
                      progress: ImportProgress = no_progress,
-                     give_way: Callable[[], None] = lambda: None) -> list[ImportLine]:
+                     give_way: Callable[[], None] = lambda: None, bound: Scope | None = None) -> list[ImportLine]:
         """Every line read and checked (`give_way` now and then); what is wrong goes into the report's errors,
         in line order."""
-        bodies = read_jsonl(data, report, progress, self.settings.consolidation_scope_properties, give_way)
+        bodies = read_jsonl(data, report, progress, self.settings.consolidation_scope_properties, give_way,
+                            bound)
         if shift_to_now and not report.stops_on(report.errors):
             bodies = shift_times(bodies, self.clock(), report)
         # One moment for the whole import: two identical lines without times are one memory, filled in alike.
@@ -65,11 +67,12 @@ class MemoryChecks:
         return lines
 
     def import_writing_nothing(self, data: bytes, *, shift_to_now: bool = False, overwrite: bool = False,
-                               dry_run: bool = False, skip_bad_lines: bool = False) -> ImportReport | None:
+                               dry_run: bool = False, skip_bad_lines: bool = False,
+                               bound: Scope | None = None) -> ImportReport | None:
         """The report of an import into an empty graph when it writes nothing (a refused line, every line
         skipped, or a dry run); None when it would write."""
         report = ImportReport(dry_run=dry_run, skip_bad_lines=skip_bad_lines)
-        lines = self.import_lines(data, report, shift_to_now)
+        lines = self.import_lines(data, report, shift_to_now, bound=bound)
         report.refused = report.stops_on(report.errors)
         if report.refused:
             return report
@@ -79,7 +82,7 @@ class MemoryChecks:
         report.created, report.overwritten = len(plan.create), len(plan.overwrite)
         return report
 
-    def import_gate(self, data: bytes, flags: dict[str, bool]) -> ImportGate:
+    def import_gate(self, data: bytes, flags: dict[str, Any]) -> ImportGate:
         return ImportGate(self, data, flags)
 
 
@@ -87,7 +90,7 @@ class ImportGate:
     """What an import into a graph that does not exist yet asks before the graph is made (GraphRegistry.to_write):
     called, it says whether the import writes; when it does not, `report` is what it would have answered."""
 
-    def __init__(self, checks: MemoryChecks, data: bytes, flags: dict[str, bool]):
+    def __init__(self, checks: MemoryChecks, data: bytes, flags: dict[str, Any]):
         self.checks, self.data, self.flags = checks, data, flags
         self.report: ImportReport | None = None
 
@@ -110,25 +113,29 @@ class MemoryService:
         self.clock = clock
         self.checks = MemoryChecks(settings, clock)
         self.audit = AuditLog(stores.graph.falkor)
-        self.requests = Requests(lifecycle, self.checks.memory, embedder, refresh_summaries, clock)
+        self.requests = Requests(lifecycle, self.checks.memory, embedder, refresh_summaries, clock,
+                                 settings.record_key, settings.consolidation_tombstone_retention_days)
         self.recall = Recall(stores.graph, stores.vectors)
 
-    def recall_query(self, body: dict[str, Any]) -> RecallQuery:
-        """A recall request's query, its text embedded by the built-in embedder unless it sent an embedding."""
+    def recall_query(self, body: dict[str, Any], bound: Scope | None = None) -> RecallQuery:
+        """A recall request's query, its text embedded by the built-in embedder unless it sent an embedding;
+        a scoped caller's recall is of its own scope."""
         self.stores.ensure_ready()
-        embedding = parse_embedding(body.get("embedding"), self.settings.vector_size)
+        query, embedding = body.get("query"), parse_embedding(body.get("embedding"), self.settings.vector_size)
+        if query is not None and embedding is not None:
+            raise InvalidInput("query", "give a query (text) or an embedding, not both")
         if embedding is None:
-            if not body.get("query"):
-                raise InvalidInput("query", "give a query (text) or an embedding")
-            embedding = self.embedder.embed([body["query"]])[0]
-        scope = body.get("scope")
+            if query is None or not query.strip():
+                raise InvalidInput("query", "give a query with words in it (text), or an embedding")
+            embedding = self.embedder.embed([query])[0]
+        scope = within_bound(body.get("scope"), bound, "scope")
         key = None if scope is None else self.stores.graph.scoping.within(scope).key_of(scope)
         types = tuple(body["types"]) if body.get("types") else None
         return RecallQuery(embedding, body.get("k", 10), body.get("state", CURRENT), key, types,
                            bool(body.get("include_summaries")))
 
-    def create(self, body: Any) -> dict[str, Any]:
-        memory = self.checks.memory(body)
+    def create(self, body: Any, bound: Scope | None = None) -> dict[str, Any]:
+        memory = self.checks.memory(bound_body(body, bound))
         memory_id = memory.properties["id"]
         self.stores.ensure_ready()
         if self.stores.graph.existing_ids([memory_id]):
@@ -141,17 +148,19 @@ class MemoryService:
             raise Conflict(f"memory {memory_id} already exists")
         return {**memory.properties, "state": state_of(memory.properties)}
 
-    def get(self, memory_id: str) -> dict[str, Any]:
+    def get(self, memory_id: str, bound: Scope | None = None) -> dict[str, Any]:
         """The memory with its state (Gone, with when and why, for a deleted one)."""
         self.stores.ensure_ready()
-        return self.lifecycle.describe(parse_memory_id(memory_id), self.settings.consolidation_tombstone_retention_days)
+        return self.lifecycle.describe(parse_memory_id(memory_id), self.settings.consolidation_tombstone_retention_days,
+                                       bound)
 
     def kept(self, memory_id: str) -> dict[str, Any] | None:
         """A deleted memory's fields as its tombstone keeps them (None: nothing kept, or never deleted)."""
         return self.lifecycle.tombstones.kept(parse_memory_id(memory_id))
 
-    def record_access(self, memory_id: str) -> dict[str, Any]:
+    def record_access(self, memory_id: str, bound: Scope | None = None) -> dict[str, Any]:
         self.stores.ensure_ready()
+        self.get(memory_id, bound)  # 404 for another scope's memory, 410 for a deleted one
         memory = self.lifecycle.record_use(parse_memory_id(memory_id), self.clock())
         if memory is None:
             raise NotFound(f"memory {memory_id} does not exist")
@@ -164,19 +173,19 @@ class MemoryService:
 
     def import_jsonl(self, data: bytes, *, shift_to_now: bool = False, overwrite: bool = False,
                      dry_run: bool = False, skip_bad_lines: bool = False,
-                     progress: ImportProgress = no_progress) -> ImportReport:
+                     progress: ImportProgress = no_progress, bound: Scope | None = None) -> ImportReport:
         """Read and classify every line, then write all of them or none; or, skipping bad lines, the valid
         lines that conflict with nothing stored (see importing.py)."""
         report = ImportReport(dry_run=dry_run, skip_bad_lines=skip_bad_lines)
         # Every line read stays alive to the end, a list of numbers each: full cycle collections walked all of
         # them, up to 0.5 s each at 60k lines with embeddings, while requests waited for the GIL.
         with collection_paused():
-            return self._import(data, report, shift_to_now, overwrite, dry_run, progress)
+            return self._import(data, report, shift_to_now, overwrite, dry_run, progress, bound)
 
     def _import(self, data: bytes, report: ImportReport, shift_to_now: bool, overwrite: bool, dry_run: bool,
-                progress: ImportProgress) -> ImportReport:
+                progress: ImportProgress, bound: Scope | None) -> ImportReport:
         lines = self.checks.import_lines(data, report, shift_to_now, progress,
-                                         lambda: self.demand.give_way(bulk=True))
+                                         lambda: self.demand.give_way(bulk=True), bound)
         # Classified against the stores even when invalid lines refuse the import: its report names every
         # line that stops it, the conflicting ones too.
         self.stores.ensure_ready()

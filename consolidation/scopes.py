@@ -7,9 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from .errors import InvalidInput
+from .errors import Forbidden, InvalidInput
 
 MAX_VALUE_CHARS = 256
+Scope = Mapping[str, Any]  # a value for each scope property: one scope (a scoped token is bound to one)
 
 
 class Scoping:
@@ -66,6 +67,36 @@ class Scoping:
             return ""
         values = [properties.get(name) for name in self.properties]
         return "/".join(f"{len(v)}:{v}" for v in (value if isinstance(value, str) else "" for value in values))
+
+
+    def sees(self, properties: Mapping[str, Any], bound: Mapping[str, Any] | None) -> bool:
+        """Whether a caller bound to the scope `bound` (None: to none) may see the memory with these properties."""
+        return bound is None or self.key_of(properties) == self.key_of(bound)
+
+
+def bound_body(body: Any, bound: Scope | None) -> Any:
+    """A memory a scoped caller writes: its scope filled in as the caller's; Forbidden when it names another."""
+    if bound is None or not isinstance(body, dict):
+        return body
+    named_other = other_scope(body, bound)
+    if named_other:
+        raise Forbidden(f"{named_other}: this token writes only in its own scope "
+                        f"({', '.join(f'{k}={v}' for k, v in bound.items())})")
+    return {**body, **bound}
+
+
+def other_scope(body: Mapping[str, Any], bound: Scope) -> str | None:
+    """The first scope property the body gives a value other than the bound one (None: none)."""
+    return next((name for name, value in bound.items() if body.get(name) not in (None, value)), None)
+
+
+def within_bound(scope: Any, bound: Scope | None, field: str) -> Any:
+    """The scope a read asks for, for a scoped caller always its own (Forbidden when it asks for another)."""
+    if bound is None:
+        return scope
+    if scope is not None and scope != dict(bound):
+        raise Forbidden(f"{field}: this token reads only its own scope")
+    return dict(bound)
 
 
 def check_scope_value(name: str, value: Any) -> None:

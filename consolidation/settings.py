@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -71,7 +74,12 @@ class Settings(BaseModel):
     # Authentication. The admin token is required: without it the service would have to run open.
     admin_api_token: SecretStr = Field(
         description="a secret of at least 16 characters (unset: the one in DATA_DIR/admin_token, if any)")
-    api_token: SecretStr | None = Field(None, description="a secret for the memory endpoints, or empty")
+    api_token: SecretStr | None = Field(None, description="a secret for the memory endpoints (any scope's "
+                                                          "memories), or empty")
+    api_tokens: SecretStr | None = Field(
+        None, description="a JSON object from token to the scope it is bound to, a value for each of "
+                          "CONSOLIDATION_SCOPE_PROPERTIES ({\"tok-1\": {\"user_id\": \"u1\"}}): such a token reads, "
+                          "recalls, writes and forgets only that scope's memories; or empty")
 
     # Scheduler.
     consolidation_scheduler_enabled: bool = Field(True, description="true or false")
@@ -199,7 +207,7 @@ class Settings(BaseModel):
     )
 
     @field_validator(
-        "falkordb_host", "falkordb_password", "qdrant_url", "qdrant_api_key", "api_token",
+        "falkordb_host", "falkordb_password", "qdrant_url", "qdrant_api_key", "api_token", "api_tokens",
         "summarizer_llm_url", "summarizer_llm_api_key", "prometheus_multiproc_dir",
         "consolidation_decay_importance_threshold", "consolidation_dedup_same_fact_similarity",
         "consolidation_dedup_similarity_per_added_term", "consolidation_dedup_similarity_per_added_share",
@@ -302,6 +310,44 @@ class Settings(BaseModel):
             raise ValueError("two of the graphs would share a Qdrant collection: give each its own in "
                              "QDRANT_COLLECTIONS (graph=collection)")
         return self
+
+    @model_validator(mode="after")
+    def _tokens_bound_to_scopes(self) -> Settings:
+        self.scoped_tokens  # parsed and checked: raises naming what is wrong
+        return self
+
+    @property
+    def scoped_tokens(self) -> dict[str, dict[str, str]]:
+        """API_TOKENS read: each scoped token and the scope it is bound to (a value per scope property)."""
+        if self.api_tokens is None:
+            return {}
+        try:
+            tokens = json.loads(self.api_tokens.get_secret_value())
+        except ValueError:
+            raise ValueError("API_TOKENS must be a JSON object (token -> scope)") from None
+        if not isinstance(tokens, dict):
+            raise ValueError("API_TOKENS must be a JSON object (token -> scope)")
+        if tokens and not self.consolidation_scope_properties:
+            raise ValueError("API_TOKENS binds tokens to scopes, but CONSOLIDATION_SCOPE_PROPERTIES names none")
+        others = {self.admin_api_token.get_secret_value(), *([self.api_token.get_secret_value()] if self.api_token
+                                                              else [])}
+        for number, (token, scope) in enumerate(tokens.items(), 1):
+            where = f"API_TOKENS' token {number}"  # never the token itself
+            if len(token.strip()) < 16 or token in others:
+                raise ValueError(f"{where}: a token must be at least 16 characters, and not the admin token or "
+                                 "API_TOKEN")
+            if not isinstance(scope, dict) or set(scope) != set(self.consolidation_scope_properties) or not all(
+                    isinstance(v, str) and v for v in scope.values()):
+                raise ValueError(f"{where}: its scope must give a non-empty string for each of "
+                                 f"{', '.join(self.consolidation_scope_properties)}")
+        return tokens
+
+    @property
+    def record_key(self) -> bytes:
+        """The key of the digests request records keep (a purge's match, a supersede's fingerprint): derived
+        from the admin token, so every replica has the same one and no store holds it."""
+        return hmac.new(self.admin_api_token.get_secret_value().encode(), b"consolidation request records",
+                        hashlib.sha256).digest()
 
     @property
     def graph_selection(self) -> GraphSelection:

@@ -111,7 +111,9 @@ def test_a_kill_mid_forget_of_twenty_thousand_leaves_no_orphan_and_every_memory_
 REQUEST_KILLER = textwrap.dedent("""
     import os, sys
     from consolidation.settings import load_settings
+    from consolidation.lifecycle.purge import PurgeAsk
     from consolidation.service import build_services
+    from consolidation.stores.erasure import ErasureStore
     from consolidation.stores.graph import GraphStore
     from consolidation.stores.hygiene import HygieneStore
     from consolidation.stores.requests import RequestRecords
@@ -120,7 +122,8 @@ REQUEST_KILLER = textwrap.dedent("""
     kind, step, target_id = sys.argv[1], sys.argv[2], sys.argv[3]
     owner, name = {"record": (RequestRecords, "begin"), "new_memory": (GraphStore, "create_memories"),
                    "edges": (HygieneStore, "supersede"), "tombstones": (TombstoneStore, "write_pending"),
-                   "erased": (TombstoneStore, "erase")}[step]
+                   "erased": (TombstoneStore, "erase"), "scrubbed": (ErasureStore, "scrub_edges"),
+                   "redacted": (ErasureStore, "redact")}[step]
     original = getattr(owner, name)
     def die_after(self, *args, **kwargs):
         original(self, *args, **kwargs)
@@ -132,7 +135,7 @@ REQUEST_KILLER = textwrap.dedent("""
         requests.supersede(target_id, {"content": "User lives in Porto and teaches at the conservatory now."},
                            None, "admin")
     else:
-        requests.purge("dana@x.io", False, True, "admin")
+        requests.purges.purge(PurgeAsk("dana@x.io", dry_run=False, erase=True), "admin")
     sys.exit("the fault was not reached")
 """)
 
@@ -162,7 +165,7 @@ def test_a_kill_mid_supersede_leaves_it_done_after_restart(tmp_path, clock, step
         restarted.close()
 
 
-@pytest.mark.parametrize("step", ["record", "tombstones", "erased"])
+@pytest.mark.parametrize("step", ["record", "tombstones", "scrubbed", "erased"])
 def test_a_kill_mid_purge_leaves_it_done_after_restart(tmp_path, clock, step):
     data_dir = tmp_path / "data"
     settings = make_settings(data_dir)

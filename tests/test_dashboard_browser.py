@@ -782,6 +782,8 @@ def test_purge_lists_a_dry_run_before_purging(service, session):
         assert holding_ids[memory_id] in row and "active" in row
     assert all(status_of(url, memory_id) == 200 for memory_id in holding_ids)
     assert page.inner_text("#purge-run") == "Purge 12"
+    # 12 of the store's memories: more than a tenth, so the purge needs the count confirmed.
+    assert "would take 12" in page.inner_text("#purge-refused") and page.is_disabled("#purge-run")
     session.fits(420, ["#purge"])
 
     # Another identifier typed in: its own preview is needed before anything can be purged.
@@ -792,6 +794,7 @@ def test_purge_lists_a_dry_run_before_purging(service, session):
     page.wait_for_selector("#purge-confirm:not([hidden])")
 
     page.check("#purge-erase")
+    page.check("#purge-count")
     page.click("#purge-run")
     page.wait_for_selector("#purge-result:has-text('Purged')")
     assert session.dialogs[-1].startswith(f'Purge 12 memories holding "{identifier}"?')

@@ -73,7 +73,7 @@ def test_a_meta_pattern_cannot_be_replaced_by_an_import_with_either_token(tmp_pa
         line = json.dumps({"id": MEMORY_ID, "content": "replaced summary"})
         agent = {"Authorization": "Bearer agent-token-abcdefgh"}
         assert client.post("/memory/import", data=line, headers=agent).status_code == 409
-        assert client.post("/memory/import?overwrite=true", data=line, headers=agent).status_code == 401
+        assert client.post("/memory/import?overwrite=true", data=line, headers=agent).status_code == 403
         overwrite = client.post("/memory/import?overwrite=true", data=line, headers=client.auth)
         assert overwrite.status_code == 409 and "MetaPattern" in overwrite.json["conflicts"][0]["reason"]
         assert services.stores.graph.get_memory(MEMORY_ID)["content"] == "summary of a cluster"

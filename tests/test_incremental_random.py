@@ -16,7 +16,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from consolidation.errors import Conflict, NotFound
+from consolidation.errors import Conflict, Gone, NotFound
 from consolidation.service import build_services
 from tests.conftest import Clock, make_settings, unit
 
@@ -181,7 +181,7 @@ def test_incremental_passes_keep_the_state_full_passes_reach(tmp_path, seed, sco
             try:
                 write(services)
                 outcomes.append("ok")
-            except (Conflict, NotFound) as exc:
+            except (Conflict, Gone, NotFound) as exc:
                 outcomes.append(type(exc).__name__)
         assert outcomes[0] == outcomes[1]
 

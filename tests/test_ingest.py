@@ -95,7 +95,7 @@ def test_api_token_opens_memory_routes_but_not_admin_ones(tmp_path, clock, clien
         client = client_for(services)
         agent = {"Authorization": "Bearer agent-token-abcdefgh"}
         assert client.post("/memory", json={"content": "x"}, headers=agent).status_code == 201
-        assert client.get("/consolidate/status", headers=agent).status_code == 401
+        assert client.get("/consolidate/status", headers=agent).status_code == 403
         assert client.post("/memory", json={"content": "x"}).status_code == 401
     finally:
         services.close()

@@ -35,7 +35,7 @@ def forgetful(tmp_path, clock):
 def test_only_the_admin_token_in_a_header_reads_them(route, forgetful, client_for):
     client = client_for(forgetful)
     assert client.get(route).status_code == 401
-    assert client.get(route, headers={"Authorization": "Bearer memory-api-token-0123456789"}).status_code == 401
+    assert client.get(route, headers={"Authorization": "Bearer memory-api-token-0123456789"}).status_code == 403
     separator = "&" if "?" in route else "?"
     refused = client.get(f"{route}{separator}token={TOKEN}")
     assert refused.status_code == 401 and refused.json["error"] == "unauthorized"

@@ -114,7 +114,8 @@ def test_a_merged_duplicate_is_not_judged_on_its_own_score(forgetting_on):
     assert consistent(forgetting_on) == []
 
 
-def test_a_merged_duplicate_leaves_with_its_canonical_and_comes_back_on_its_own(forgetting_on, client_for, clock):
+def test_a_merged_duplicate_leaves_with_its_canonical_and_both_come_back_as_they_were(forgetting_on, client_for,
+                                                                                     clock):
     canonical, duplicate = merged_pair(forgetting_on, {"timestamp": days_ago(400), "last_accessed": days_ago(400),
                                                        "importance": 0.3}, type="Context")
     forget = run(forgetting_on, "forget")["forget"]
@@ -130,16 +131,23 @@ def test_a_merged_duplicate_leaves_with_its_canonical_and_comes_back_on_its_own(
     merges = client.get("/hygiene/merges", headers=client.auth).json["items"]
     assert [(m["state"], m["duplicate_content"]) for m in merges] == [("deleted", "We picked Redis for session caching")]
 
+    # Restoring the duplicate undoes the deletion: the canonical comes back first, the duplicate merged into it.
     restored = client.post(f"/memory/{duplicate}/restore", headers=client.auth)
     assert restored.status_code == 200, restored.json
-    assert restored.json["restored_from"] == "tombstone" and restored.json["state"] == "active"
-    assert forgetting_on.stores.vectors.payloads([duplicate])[duplicate]["state"] == "active"
+    assert (restored.json["restored_from"], restored.json["state"]) == ("tombstone", "merged")
+    assert restored.json["canonical_id"] == canonical and restored.json["restored_with"] == [canonical]
+    payloads = forgetting_on.stores.vectors.payloads([canonical, duplicate])
+    assert (payloads[canonical]["state"], payloads[duplicate]["state"]) == ("active", "merged")
     memory = client.get(f"/memory/{duplicate}", headers=client.auth).json["memory"]
-    assert memory["state"] == "active" and memory["archived"] is False and memory.get("merged_into") is None
-    assert canonical in memory["distinct_from"]
+    assert (memory["state"], memory["archived"], memory["merged_into"]) == ("merged", True, canonical)
+    assert records_of(forgetting_on, duplicate) == [["done"]]
+    assert client.get(f"/memory/{canonical}", headers=client.auth).json["memory"]["held_until"] == \
+        restored.json["held_until"]
+    assert consistent(forgetting_on) == []
+    # A second restore undoes the merge, as for any merged duplicate; no dedup merges the two again.
+    again = client.post(f"/memory/{duplicate}/restore", headers=client.auth)
+    assert (again.json["restored_from"], again.json["state"]) == ("merge", "active")
     assert records_of(forgetting_on, duplicate) == [["restored"]]
-    # The canonical comes back too; no dedup merges the two again, after their holds too.
-    assert client.post(f"/memory/{canonical}/restore", headers=client.auth).status_code == 200
     clock.advance(days=31)
     run(forgetting_on, "dedup", full=True)
     assert forgetting_on.stores.graph.get_memory(duplicate).get("merged_into") is None

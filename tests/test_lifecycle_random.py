@@ -54,7 +54,7 @@ class Agent:
     def use(self) -> None:
         if self.known:
             status = self.client.post(f"/memory/{self.rng.choice(self.known)}/access", headers=self.client.auth).status_code
-            assert status in (200, 404)
+            assert status in (200, 404, 410)  # 410: deleted (forget runs between)
 
     def import_lines(self) -> None:
         lines = [self.body() for _ in range(self.rng.randint(1, 3))]
@@ -77,7 +77,9 @@ class Agent:
             memory_id = self.rng.choice(items)["memory_id"]
             answer = self.client.post(f"/memory/{memory_id}/restore", headers=self.client.auth)
             assert answer.status_code == 200, answer.json
-            self.held[memory_id] = answer.json["held_until"]
+            # A deleted duplicate comes back merged into its canonical: the canonical is what the restore holds.
+            held = answer.json["canonical_id"] if answer.json["state"] == "merged" else memory_id
+            self.held[held] = answer.json["held_until"]
 
     def move_clock(self) -> None:
         self.clock.advance(days=self.rng.choice([1, 10, 40]))

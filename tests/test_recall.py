@@ -87,7 +87,8 @@ def test_supersede_by_an_existing_memory_and_bad_requests(client, auth):
     old = _post(client, auth, "User works at Acme.", axis(0))
     new = _post(client, auth, "User joined Globex.", axis(1))
     missing = "00000000-0000-4000-8000-000000000000"
-    assert client.post(f"/memory/{old}/supersede", headers=auth, json={"by": old}).status_code == 404
+    itself = client.post(f"/memory/{old}/supersede", headers=auth, json={"by": old})
+    assert itself.status_code == 400 and itself.get_json()["field"] == "by"
     assert client.post(f"/memory/{old}/supersede", headers=auth, json={"by": missing}).status_code == 404
     refused = client.post(f"/memory/{old}/supersede", headers=auth, json={"by": new, "content": "x"})
     assert refused.status_code == 400 and refused.get_json()["field"] == "by"
@@ -159,7 +160,7 @@ def test_purge_lists_then_deletes_and_erase_leaves_no_trace(client, auth, servic
     assert done["deleted"] == 2
     assert not services.stores.graph.existing_ids(holding)
     assert services.stores.graph.existing_ids(look_alikes) == set(look_alikes)
-    assert client.post(f"/memory/{holding[0]}/restore", headers=auth).status_code in (404, 409)
+    assert client.post(f"/memory/{holding[0]}/restore", headers=auth).status_code == 410
     erased = client.get(f"/memory/{holding[0]}", headers=auth)
     assert erased.status_code == 410 and erased.get_json()["deletion"] == "erased"
     assert "dana" not in erased.get_data(as_text=True).lower()
@@ -297,8 +298,11 @@ def test_erase_reaches_every_record_runs_and_requests_left(client, auth, service
     assert client.post(f"/memory/{other}/supersede", headers=auth, json={
         "content": "Billing owner is dana@x.io.", "embedding": [float(x) for x in axis(8)]}).status_code == 200
     keep = _post(client, auth, "Backup contact adana@x.io", axis(9))
+    # Half the store holds it: more than a tenth, so the purge runs with the count its preview found.
+    preview = client.post("/memories/purge", headers=auth, json={"match": "dana@x.io"}).get_json()
+    assert preview["refused"] is not None and preview["matched"] == 4
     done = client.post("/memories/purge", headers=auth, json={"match": "dana@x.io", "dry_run": False,
-                                                               "erase": True}).get_json()
+                                                               "erase": True, "expected_count": 4}).get_json()
     assert done["deleted"] == 4 - 1 + 1  # older, the canonical twin (its duplicate leaves with it), the request's
     assert services.stores.graph.existing_ids([keep, other]) == {keep, other}
     assert not services.stores.graph.existing_ids([older, *twins])

@@ -30,7 +30,7 @@ def _service_error(exc: ServiceError):
     if isinstance(exc, StoreUnavailable):
         for graph in current_app.extensions["consolidation"].graphs.opened():
             graph.stores.mark_stale()
-    return error_response(exc.status, exc.error, exc.detail, **{k: v for k, v in exc.extra.items() if v is not None})
+    return error_response(exc.status, exc.error, exc.detail, **{k: v for k, v in exc.extra.items() if v is not None or k in exc.shown_null})
 
 
 def _http_error(exc: HTTPException):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, request
 
 from .. import importing
-from ..errors import InvalidInput, Unauthorized
+from ..errors import Forbidden, InvalidInput
+from ..lifecycle.purge import PurgeAsk
+from ..scopes import bound_body
 from ..memory import ImportedMemoryFields, MemoryFields, parse_memory_id
-from .auth import is_admin, require_admin, require_token
+from .auth import bound_scope, is_admin, require_admin, require_token, requester
 from .context import graph, graph_to_write, services
 from .errors import error_response
 from .models import (DeletedMemory, ErrorBody, Forgotten, ImportQuery, ImportRefused, ImportReport, MemoryAnswer,
@@ -42,6 +44,8 @@ def create_memory():
     body = request.get_json()
     body = {} if body is None else body
 
+    body = bound_body(body, bound_scope())
+
     def writes() -> bool:
         services().checks.memory(body)
         return True
@@ -58,8 +62,8 @@ def import_memories(query: ImportQuery):
     """A JSONL body, one memory per line; every line is checked before any is written: all or nothing. With
     skip_bad_lines, invalid and conflicting lines are left out instead, every one listed, and the rest written."""
     if query.overwrite and not is_admin():
-        raise Unauthorized("overwrite=true replaces stored memories; only the admin token may ask for it")
-    data, flags = request.get_data(), query.model_dump()
+        raise Forbidden("overwrite=true replaces stored memories; only the admin token may ask for it")
+    data, flags = request.get_data(), {**query.model_dump(), "bound": bound_scope()}
     gate = services().checks.import_gate(data, flags)
     target = graph_to_write(gate, is_admin())
     report = gate.report if target is None else target.memories.import_jsonl(data, **flags)
@@ -94,21 +98,22 @@ def _numbers(entries: list[dict]) -> str:
 def get_memory(memory_id: str):
     """Every stored field with the memory's state (active, archived, merged) and held_until; 410 with
     deleted_at, reason and restorable_until for a deleted memory."""
-    return jsonify({"memory": graph().memories.get(memory_id)})
+    return jsonify({"memory": graph().memories.get(memory_id, bound_scope())})
 
 
 @blueprint.post("/memory/<memory_id>/access")
 @require_token
-@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody), **TOKEN_ROUTE)
+@api.validate(resp=answers(HTTP_200=MemoryAnswer, HTTP_404=ErrorBody, HTTP_410=DeletedMemory), **TOKEN_ROUTE)
 @amend(MEMORY_ID)
 def record_access(memory_id: str):
     """Record a use: last_accessed = now, access_count + 1, relevance_score recomputed."""
-    return jsonify({"memory": graph().memories.record_access(memory_id)})
+    return jsonify({"memory": graph().memories.record_access(memory_id, bound_scope())})
 
 
 @blueprint.post("/memory/<memory_id>/restore")
 @require_admin
-@api.validate(resp=answers(HTTP_200=Restored, HTTP_404=ErrorBody, HTTP_409=ErrorBody), security=ADMIN,
+@api.validate(resp=answers(HTTP_200=Restored, HTTP_403=ErrorBody, HTTP_404=ErrorBody, HTTP_409=ErrorBody,
+                           HTTP_410=DeletedMemory), security=ADMIN,
               tags=["memories"])
 @amend(MEMORY_ID)
 def restore_memory(memory_id: str):
@@ -128,15 +133,10 @@ SUPERSEDE_BODY = {"requestBody": {"required": True, "content": {"application/jso
                                                         "and never makes a second memory"}]}
 
 
-def _requester() -> str:
-    """Who asks, as the audit records it: which token (never the token itself)."""
-    return "admin" if is_admin() else "api"
-
-
 @blueprint.post("/memory/<memory_id>/supersede")
 @require_token
-@api.validate(resp=answers(HTTP_200=Superseded, HTTP_404=ErrorBody, HTTP_409=ErrorBody, HTTP_410=DeletedMemory),
-              **TOKEN_ROUTE)
+@api.validate(resp=answers(HTTP_200=Superseded, HTTP_404=ErrorBody, HTTP_409=ErrorBody, HTTP_410=DeletedMemory,
+                           HTTP_422=ErrorBody), **TOKEN_ROUTE)
 @amend({**MEMORY_ID, **SUPERSEDE_BODY, "parameters": MEMORY_ID["parameters"] + SUPERSEDE_BODY["parameters"]})
 def supersede_memory(memory_id: str):
     """The memory is superseded by a new memory (the body: a memory as POST /memory takes it, its scope the
@@ -148,17 +148,19 @@ def supersede_memory(memory_id: str):
         raise InvalidInput(IDEMPOTENCY_HEADER, "must be at most 200 characters")
     memories = graph().memories
     memories.stores.ensure_ready()
-    return jsonify(memories.requests.supersede(parse_memory_id(memory_id), request.get_json(), key, _requester()))
+    return jsonify(memories.requests.supersede(parse_memory_id(memory_id), request.get_json(), key, requester(),
+                                               bound_scope()))
 
 
 @blueprint.post("/memory/<memory_id>/supersede/undo")
 @require_token
-@api.validate(resp=answers(HTTP_200=SupersessionUndone, HTTP_404=ErrorBody), **TOKEN_ROUTE)
+@api.validate(resp=answers(HTTP_200=SupersessionUndone, HTTP_404=ErrorBody, HTTP_410=DeletedMemory),
+              **TOKEN_ROUTE)
 @amend(MEMORY_ID)
 def undo_supersession(memory_id: str):
     """Undo the latest supersession of this memory asked over the API: it is current again, and what that
     request created (the new memory, the survivors of a split) is forgotten (restorable)."""
-    return jsonify(graph().memories.requests.undo_supersede(parse_memory_id(memory_id), _requester()))
+    return jsonify(graph().memories.requests.undo_supersede(parse_memory_id(memory_id), requester(), bound_scope()))
 
 
 @blueprint.delete("/memory/<memory_id>")
@@ -169,14 +171,20 @@ def undo_supersession(memory_id: str):
 def forget_memory(memory_id: str):
     """Forget a memory on request: a tombstone keeps it restorable (POST /memory/<id>/restore) for
     CONSOLIDATION_TOMBSTONE_RETENTION_DAYS; the audit records which token asked."""
-    return jsonify(graph().memories.requests.forget(parse_memory_id(memory_id), _requester()))
+    return jsonify(graph().memories.requests.forget(parse_memory_id(memory_id), requester(), bound_scope()))
 
 
 @blueprint.post("/memories/purge")
 @require_admin
-@api.validate(json=PurgeRequest, resp=answers(HTTP_200=PurgeAnswer), security=ADMIN, tags=["memories"])
+@api.validate(json=PurgeRequest, resp=answers(HTTP_200=PurgeAnswer, HTTP_403=ErrorBody, HTTP_409=ErrorBody),
+              security=ADMIN,
+              tags=["memories"])
 def purge_memories(json: PurgeRequest):
     """Every memory (of the scope) holding the identifier as a whole identifier, never a longer one that starts
-    or ends with it: listed by a dry run (the default), deleted otherwise; erase (a privacy request) removes the
-    text from every place that kept it, and the audit keeps who asked and how many, never the identifier."""
-    return jsonify(graph().memories.requests.purge(json.match, json.dry_run, json.erase, _requester(), json.scope))
+    or ends with it: previewed by a dry run (the default: each memory's text, state and whether it says more,
+    a page at a time), deleted otherwise (or, with redact, its text without the identifier where it says more);
+    erase (a privacy request) removes the text from every place that kept it, and the audit keeps who asked and
+    how many, never the identifier. A match that is not an identifier (400), or that would take more than a
+    tenth of its scope (409), runs only with expected_count: the count its preview found."""
+    ask = PurgeAsk(**json.model_dump())
+    return jsonify(graph().memories.requests.purges.purge(ask, requester()))

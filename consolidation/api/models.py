@@ -412,15 +412,20 @@ class DeletedMemory(ErrorBody):
     state: Literal["deleted"]
     deleted_at: str
     reason: str | None = None
-    restorable_until: str
-    deletion: Literal["pending", "deleted", "restoring"] = Field(
-        description="deleted; pending while the deletion finishes; restoring while a restore is under way")
+    restorable_until: str | None = Field(description="until when a restore brings it back (null: erased)")
+    deletion: Literal["pending", "deleted", "restoring", "erased"] = Field(
+        description="deleted; pending while the deletion finishes; restoring while a restore is under way; "
+                    "erased on request (nothing kept)")
 
 
 class Restored(BaseModel):
     memory_id: str
-    state: Literal["active"] = Field(description="what it is after the restore")
-    held_until: str = Field(description="until when no automatic run archives, deletes or merges it")
+    state: Literal["active", "merged"] = Field(description="what it is after the restore: merged for a deleted "
+                                                          "duplicate back in its canonical")
+    held_until: str = Field(description="until when no automatic run archives, deletes or merges it (or its "
+                                        "canonical, for a duplicate back in it)")
+    restored_with: list[str] | None = Field(None, description="what came back with it: the duplicates deleted "
+                                                              "with a canonical, or a duplicate's canonical")
     restored_from: Literal["archive", "tombstone", "merge"]
     edges_restored: int
     edges_lost: int | None = Field(None, description="edges whose other end is gone (tombstone restores)")
@@ -533,8 +538,10 @@ class RecallAnswer(BaseModel):
 
 class Superseded(BaseModel):
     memory_id: str
-    state: Literal["superseded"]
-    superseded_by: str = Field(description="the newer memory (made by this request when created is true)")
+    state: str = Field(description="superseded; for a retry after an undo, the memory's state as it is now")
+    superseded_by: str | None = Field(description="the newer memory (made by this request when created is true); "
+                                                  "after an undo, what supersedes it now (null: nothing)")
+    undone_at: str | None = Field(None, description="a retry after an undo: when the supersession was undone")
     created: bool
     survivors: list[str] = Field(description="a compound memory's facts the newer one leaves standing, each "
                                              "now a memory of its own")
@@ -557,22 +564,62 @@ class Forgotten(BaseModel):
 class PurgeRequest(Strict):
     """POST /memories/purge: every memory holding an identifier."""
 
-    match: str = Field(min_length=1, max_length=256, description="the identifier (an e-mail, a domain, a name, "
-                                                                 "a number), matched whole, case and Unicode "
-                                                                 "forms folded")
-    dry_run: bool = Field(True, description="list what would go, change nothing (the default)")
+    match: str = Field(min_length=1, max_length=256, description="the identifier (an e-mail, a URL or domain, a "
+                                                                 "phone number, a number of 4 digits or more, a "
+                                                                 "code, a name written with capitals), matched "
+                                                                 "whole, case and Unicode forms folded")
+    dry_run: bool = Field(True, description="preview what would go, change nothing (the default)")
     erase: bool = Field(False, description="a privacy request: the text leaves every place that kept it "
-                                           "(tombstones, merge records, run reports, the store's files); "
-                                           "erased memories cannot be restored")
+                                           "(tombstones, merge records, run reports, edges' reasons, the store's "
+                                           "files); erased memories cannot be restored")
+    redact: bool = Field(False, description="a memory that says more than the identifier keeps its text with "
+                                            "the identifier replaced by [redacted] instead of being deleted (its "
+                                            "vector made again where the service embedded it)")
+    expected_count: int | None = Field(None, ge=0, le=10_000_000, description="the count the preview found: "
+                                       "needed when the match is not an identifier, or holds more than a tenth "
+                                       "of the scope's memories; a different count now is a 409")
     scope: dict[str, str | None] | None = Field(None, description="only this scope (none: the whole graph)")
+    offset: int = Field(0, ge=0, le=10_000_000, description="the preview's page: memories to skip")
+    limit: int = Field(50, ge=1, le=500, description="the preview's page: memories to list, 1..500")
+
+
+class PurgedMemory(BaseModel):
+    id: str
+    content: str
+    type: str
+    state: Literal["active", "superseded", "archived", "merged", "deleted"] = Field(
+        description="as recall sees it: superseded is active but replaced by a newer memory")
+    superseded_by: str | None
+    merged_into: str | None
+    says_more: bool = Field(description="the text states something besides the identifier (another fact, "
+                                        "another identifier): redact keeps the rest")
+    action: Literal["delete", "redact"]
 
 
 class PurgeAnswer(BaseModel):
     dry_run: bool
     erase: bool
-    matched: int
+    redact: bool
+    matched: int = Field(description="memories holding the identifier")
     memory_ids: list[str] = Field(description="the first 100 by id")
     summaries_quoting: int = Field(description="active cluster summaries quoting the identifier: rebuilt from "
                                                "their members once those holding it are gone")
+    scope_memories: int | None = Field(None, description="preview: the memories of the scope")
+    deleting: int | None = Field(None, description="preview: how many the purge would delete")
+    redacting: int | None = Field(None, description="preview: how many it would redact")
+    deleted_holding: int | None = Field(None, description="preview: deleted (restorable) memories whose "
+                                                          "tombstone holds it, erased too with erase")
+    identifier: str | None = Field(None, description="preview: what kind of identifier the match is (null: "
+                                                     "none, so the purge needs expected_count)")
+    refused: str | None = Field(None, description="preview: why the purge would be refused as asked (null: it "
+                                                  "would run)")
+    memories: list[PurgedMemory] | None = Field(None, description="preview: one page of the memories holding "
+                                                                  "it, by id")
+    offset: int | None = None
+    limit: int | None = None
+    next_offset: int | None = Field(None, description="preview: the next page's offset (null: last page)")
     summaries_deleted: int | None = Field(None, description="summaries still quoting it after the rebuild")
     deleted: int | None = None
+    redacted: int | None = None
+    redacted_ids: list[str] | None = None
+    deleted_erased: int | None = Field(None, description="deleted memories whose tombstones were erased")

@@ -80,8 +80,9 @@ api = SpecTree(
 
 def answers(*plain: str, common_errors: bool = True, **code_models: Any) -> Response:
     """The route's answers (a model per status, or a status without a JSON body), plus by default the errors
-    any route behind a token may give: bad input, no token, too large, a store down."""
-    common = {"HTTP_400": ErrorBody, "HTTP_401": ErrorBody, "HTTP_413": ErrorBody,
+    any route behind a token may give: bad input, no token, a token without the right, too large, a store
+    down."""
+    common = {"HTTP_400": ErrorBody, "HTTP_401": ErrorBody, "HTTP_403": ErrorBody, "HTTP_413": ErrorBody,
               "HTTP_503": StoreUnavailableBody} if common_errors else {}
     return Response(*plain, **{**common, **code_models})
 

@@ -1,43 +1,50 @@
-"""Updates and forgetting on request: supersede a memory (splitting a compound one), undo that, forget one,
-purge every memory holding an identifier (and erase its text). Each writes a RequestRecord before its first
-step and finishes from it, so a crash leaves the request to be finished, never half done."""
+"""Updates and forgetting on request: supersede a memory (splitting a compound one), undo that, forget one; a
+purge is purge.py's. A supersede writes a RequestRecord before its first step and finishes from it, so a crash
+leaves the request to be finished, never half done."""
 
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
+import json
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from ..embedding import Embedder
-from ..errors import Conflict, InvalidInput, NotFound
+from ..errors import Conflict, IdempotencyKeyReused, InvalidInput, NotFound
 from ..hygiene.compound import survivors
-from ..identifiers import holds, identifier_pattern, scrubbed
 from ..memory import BUILT_IN_EMBEDDER, EMBEDDED_BY, parse_uuid
 from ..stores.audit import AuditLog
 from ..stores.requests import RequestRecords
 from ..stores.vectors import VectorPoint, payload_of
 from ..timeutil import to_iso
+from .purge import Purges
 from .service import Lifecycle, decode_vector
-from .states import ACTIVE, check, state_of
+from .states import ACTIVE, DELETED, check, state_of
 
 log = logging.getLogger(__name__)
-SUPERSEDE, PURGE = "supersede", "purge"
+SUPERSEDE = "supersede"
 # What a survivor of a split keeps of the memory it came from (its text is its own).
+# What a newer memory takes of the one it supersedes unless the request gives it (its scope it always takes).
+INHERITED = ("type", "tags")
 KEPT_FIELDS = ("type", "importance", "confidence", "tags", "timestamp", "protected", "protected_reason",
                EMBEDDED_BY)
-LISTED = 100  # memories a purge lists by id
 
 
 class Requests:
-    """Supersede, undo, forget and purge, as an agent or an administrator asks them."""
+    """Supersede, undo and forget as an agent or an administrator asks them; purges (purge.py) beside them.
+    `bound`, where a method takes it, is the scope a scoped token is bound to: another scope's memory is not
+    found, as if it did not exist."""
 
     def __init__(self, lifecycle: Lifecycle, new_memory: Callable[[Any], Any], embedder: Embedder,
-                 refresh_summaries: Callable[[], int], clock: Callable[[], datetime]):
+                 refresh_summaries: Callable[[], int], clock: Callable[[], datetime], record_key: bytes,
+                 retention_days: float):
         self.lifecycle = lifecycle
         self.graph = lifecycle.graph
         self.vectors = lifecycle.vectors
@@ -47,72 +54,93 @@ class Requests:
         # pending request is finished again at start-up, this step with it).
         self.refresh_summaries = refresh_summaries
         self.clock = clock
+        self.record_key = record_key  # the key of the requests' fingerprints (settings, never a store)
+        self.retention_days = retention_days  # how long a deleted memory stays restorable (410's answer)
         self.records = RequestRecords(self.graph.falkor)
         self.audit = AuditLog(self.graph.falkor)
+        self.purges = Purges(lifecycle, embedder, refresh_summaries, clock, record_key)
 
     # --- supersede -----------------------------------------------------------------------------------------
 
-    def supersede(self, older_id: str, body: Any, key: str | None, requester: str) -> dict[str, Any]:
-        """The older memory superseded by a new memory (body: a memory) or an existing one (body: {"by": id})."""
+    def supersede(self, older_id: str, body: Any, key: str | None, requester: str,
+                  bound: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The older memory superseded by a new memory (body: a memory) or an existing one (body: {"by": id}).
+        The body is checked first (400), then the key (422 when it came with another request), then the
+        memories' states (404, 409, 410)."""
+        by = _checked_body(body, older_id, self.new_memory)
+        fingerprint = _fingerprint(self.record_key, older_id, body)
         if key is not None:
             found = self.records.find(_key(SUPERSEDE, key))
             if found is not None:
-                return self._repeat(found, older_id)
-        older = self._current(older_id)
-        if not isinstance(body, dict):
-            raise InvalidInput("body", "must be a JSON object: a new memory, or {\"by\": \"<memory id>\"}")
-        created, newer_id, newer_content, embedding = self._newer(older, body)
+                return self._repeat(found, older_id, fingerprint, bound)
+        older = self._current(older_id, bound)
+        created, newer_id, newer_content, embedding = self._newer(older, body, by, bound)
         kept = survivors(older.get("content") or "", newer_content)
         plan = {"created": created, "embedding": _encoded(embedding),
                 "survivors": [{"id": str(uuid.uuid4()), "content": text} for text in kept]}
         record_id = str(uuid.uuid4())
         record = self.records.begin({"id": record_id, "key": _key(SUPERSEDE, key or record_id), "kind": SUPERSEDE,
                                      "memory_id": older_id, "newer_id": newer_id, "requester": requester,
-                                     "at": to_iso(self.clock()), "plan": plan})
+                                     "at": to_iso(self.clock()), "plan": plan, "fingerprint": fingerprint})
         if record["id"] != record_id:  # a concurrent retry with the same key began first
-            return self._repeat(record, older_id)
+            return self._repeat(record, older_id, fingerprint, bound)
         return self._finish_supersede(record)
 
-    def _repeat(self, record: dict[str, Any], older_id: str) -> dict[str, Any]:
-        if record.get("kind") != SUPERSEDE or record.get("memory_id") != older_id:
-            raise Conflict("this Idempotency-Key was used for another request")
+    def _repeat(self, record: dict[str, Any], older_id: str, fingerprint: str,
+                bound: Mapping[str, Any] | None) -> dict[str, Any]:
+        """What a retry with a known Idempotency-Key answers: the first answer, or, after an undo, the memory's
+        state as it is now."""
+        same = record.get("kind") == SUPERSEDE and record.get("memory_id") == older_id and (
+            record.get("fingerprint") in (None, fingerprint))  # records of older versions kept no fingerprint
+        if not same:
+            raise IdempotencyKeyReused("this Idempotency-Key was used for another request (another memory or "
+                                       "another body): use a new key for a new request")
+        self._visible(older_id, bound)
         if record["state"] == "pending":
             return self._finish_supersede(record)
+        if record["state"] == "undone":
+            memory = self.graph.get_memory(older_id)
+            state = DELETED if memory is None else "superseded" if memory.get("superseded_by") else state_of(memory)
+            return {"memory_id": older_id, "state": state, "created": False, "survivors": [], "repeated": True,
+                    "superseded_by": (memory or {}).get("superseded_by"), "undone_at": record.get("undone_at")}
         return {**record["answer"], "repeated": True}
 
-    def _current(self, memory_id: str) -> dict[str, Any]:
-        """The memory to supersede: it exists, may be superseded, and nothing superseded it yet."""
+    def _visible(self, memory_id: str, bound: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The stored memory as the caller may see it: NotFound (another scope's, or never stored), Gone (410:
+        deleted or erased, with restorable_until)."""
         memory = self.graph.get_memory(memory_id)
-        if memory is None:
-            self.lifecycle.describe(memory_id, 0)  # NotFound, or Gone for a deleted memory
+        if memory is None or not self.graph.scoping.sees(memory, bound):
+            self.lifecycle.describe(memory_id, self.retention_days, bound)  # raises
+        return memory
+
+    def _current(self, memory_id: str, bound: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The memory to supersede: it exists, may be superseded, and nothing superseded it yet."""
+        memory = self._visible(memory_id, bound)
         check(SUPERSEDE, memory_id, state_of(memory))
         if memory.get("superseded_by"):
             raise Conflict(f"memory {memory_id} is already superseded by {memory['superseded_by']}; supersede "
                            "the newest memory of its chain (recall finds it)", state=state_of(memory))
         return memory
 
-    def _newer(self, older: dict[str, Any], body: dict[str, Any]) -> tuple[dict | None, str, str, np.ndarray | None]:
+    def _newer(self, older: dict[str, Any], body: dict[str, Any], by: str | None,
+               bound: Mapping[str, Any] | None) -> tuple[dict | None, str, str, np.ndarray | None]:
         """(the new memory's properties or None, its id, its content, the embedding sent)."""
-        if "by" in body:
-            if set(body) != {"by"}:
-                raise InvalidInput("by", "give either {\"by\": id} or a new memory, not both")
-            newer_id = parse_uuid(body["by"], "by")
-            newer = self.graph.get_memory(newer_id)
-            if newer is None or newer_id == older["id"]:
-                raise NotFound(f"memory {newer_id} does not exist" if newer is None else
-                               "a memory cannot supersede itself")
+        if by is not None:
+            newer = self._visible(by, bound)
             if state_of(newer) != ACTIVE or newer.get("superseded_by"):
-                raise Conflict(f"memory {newer_id} is not current ({state_of(newer)}, superseded_by "
+                raise Conflict(f"memory {by} is not current ({state_of(newer)}, superseded_by "
                                f"{newer.get('superseded_by')}): only a current memory supersedes another")
             if self.graph.scoping.key_of(newer) != self.graph.scoping.key_of(older):
                 raise InvalidInput("by", "the newer memory belongs to another scope")
-            return None, newer_id, newer.get("content") or "", None
+            return None, by, newer.get("content") or "", None
         scope = {name: older[name] for name in self.graph.scoping.properties if older.get(name) is not None}
         for name, value in scope.items():
             if body.get(name, value) != value:
                 raise InvalidInput(name, "a memory is superseded within its scope: leave it out or give the "
                                          "older memory's value")
-        memory = self.new_memory({**scope, **body})
+        # What the request leaves out of what it is, it is as the older memory was: its type and tags.
+        inherited = {name: older[name] for name in INHERITED if older.get(name) is not None}
+        memory = self.new_memory({**inherited, **scope, **body})
         if self.graph.existing_ids([memory.properties["id"]]):
             raise Conflict(f"memory {memory.properties['id']} already exists")
         return memory.properties, memory.properties["id"], memory.properties["content"], memory.embedding
@@ -171,9 +199,11 @@ class Requests:
                                          payload_of(props, self.graph.scoping))])
         self.graph.create_memories([props])
 
-    def undo_supersede(self, older_id: str, requester: str) -> dict[str, Any]:
+    def undo_supersede(self, older_id: str, requester: str,
+                       bound: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Undo the latest supersession asked for this memory: it is current again; what the request created (the
         new memory, the survivors of a split) is forgotten (restorable, as any forgotten memory)."""
+        self._visible(older_id, bound)
         record = self.records.of_memory(SUPERSEDE, older_id, "done")
         if record is None:
             raise NotFound(f"no supersession of memory {older_id} asked over the API is left to undo")
@@ -196,73 +226,15 @@ class Requests:
 
     # --- forgetting ----------------------------------------------------------------------------------------
 
-    def forget(self, memory_id: str, requester: str) -> dict[str, Any]:
+    def forget(self, memory_id: str, requester: str, bound: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Delete one memory on request: a tombstone keeps it restorable for the retention period."""
-        memory = self.graph.get_memory(memory_id)
-        if memory is None:
-            self.lifecycle.describe(memory_id, 0)  # NotFound, or Gone when it is already deleted
+        memory = self._visible(memory_id, bound)
         check("delete", memory_id, state_of(memory))
         at = self.clock()
         self.lifecycle.delete({memory_id: f"forgotten on request ({requester})"}, at)
         self.refresh_summaries()
         self.audit.record("forget", to_iso(at), memory_id=memory_id, requested_by=requester)
         return {"memory_id": memory_id, "state": "deleted", "deleted_at": to_iso(at)}
-
-    def purge(self, match: Any, dry_run: bool, erase: bool, requester: str,
-              scope: dict[str, str | None] | None = None) -> dict[str, Any]:
-        """Every memory of the scope (None: of the graph) holding `match` as a whole identifier: listed (dry
-        run), or deleted; with `erase`, its text is removed from every place that kept it."""
-        if not isinstance(match, str):
-            raise InvalidInput("match", "must be a string: the identifier to purge")
-        pattern = identifier_pattern(match)
-        ids, contents, summaries = (self.graph.within(scope) if scope is not None else self.graph).contents_in_scope()
-        found = [(i, bool(s)) for i, c, s in zip(ids, contents, summaries) if c and holds(c, pattern)]
-        # An active summary quoting the identifier is rebuilt once its members holding it are gone (and deleted
-        # only if its text still holds it then); any other memory holding it is deleted.
-        deleting = sorted(i for i, summary in found if not summary)
-        quoting = sorted(i for i, summary in found if summary)
-        answer = {"dry_run": dry_run, "erase": erase, "matched": len(deleting), "memory_ids": deleting[:LISTED],
-                  "summaries_quoting": len(quoting)}
-        if dry_run:
-            return answer
-        record_id = str(uuid.uuid4())
-        record = self.records.begin({"id": record_id, "key": _key(PURGE, record_id), "kind": PURGE,
-                                     "memory_id": None, "requester": requester, "at": to_iso(self.clock()),
-                                     # The identifier waits here only while the purge is under way.
-                                     "plan": {"ids": deleting, "summaries": quoting, "erase": erase,
-                                              "match": match}})
-        return self._finish_purge(record)
-
-    def _finish_purge(self, record: dict[str, Any]) -> dict[str, Any]:
-        plan, at = record["plan"], self.clock()
-        pattern = identifier_pattern(plan["match"])
-        present = self.graph.existing_ids(plan["ids"])
-        self.lifecycle.delete({i: "purged on request" for i in plan["ids"] if i in present}, at)
-        self.refresh_summaries()
-        still = sorted(i for i, text in self.graph.memory_contents(plan.get("summaries", [])).items()
-                       if holds(text, pattern))
-        self.lifecycle.delete({i: "purged on request: the summary still quoted it" for i in still}, at)
-        gone = plan["ids"] + still
-        if plan["erase"]:
-            self._erase(gone, pattern, record["id"])
-        answer = {"dry_run": False, "erase": plan["erase"], "matched": len(plan["ids"]),
-                  "memory_ids": plan["ids"][:LISTED], "summaries_quoting": len(plan.get("summaries", [])),
-                  "summaries_deleted": len(still), "deleted": len(gone)}
-        self.records.settle(record["id"], "done", {"answer": answer, "plan": {**plan, "match": None},
-                                                   "done_at": to_iso(at)})
-        self.audit.record(PURGE, to_iso(at), requested_by=record["requester"], memories=len(gone),
-                          erase=plan["erase"])
-        if plan["erase"]:
-            self.graph.falkor.rewrite_files()  # what the graph no longer holds leaves its files too
-        return answer
-
-    def _erase(self, ids: list[str], pattern, record_id: str) -> None:
-        """The text of these memories out of their tombstones and merge records, and the identifier out of every
-        other record the service keeps (run reports, other tombstones' edges, request plans, entities)."""
-        self.lifecycle.tombstones.erase(ids)
-        self.lifecycle.hygiene.erase_records(ids)
-        # This request's own record keeps the identifier until it is settled (a crash before: erased again).
-        self.graph.scrub_records(lambda value: scrubbed(value, pattern), keep=record_id)
 
     # --- after a crash -------------------------------------------------------------------------------------
 
@@ -276,8 +248,31 @@ class Requests:
             if record["kind"] == SUPERSEDE:
                 self._finish_supersede(record)
             else:
-                self._finish_purge(record)
+                self.purges.finish(record)
         return len(pending)
+
+
+def _checked_body(body: Any, older_id: str, new_memory: Callable[[Any], Any]) -> str | None:
+    """The body checked as it stands, before any store is read: the id of the newer memory it names
+    ({"by": id}), or None for a new memory (validated here as POST /memory validates it)."""
+    if not isinstance(body, dict):
+        raise InvalidInput("body", "must be a JSON object: a new memory, or {\"by\": \"<memory id>\"}")
+    if "by" not in body:
+        new_memory(body)
+        return None
+    if set(body) != {"by"}:
+        raise InvalidInput("by", "give either {\"by\": id} or a new memory, not both")
+    by = parse_uuid(body["by"], "by")
+    if by == older_id:
+        raise InvalidInput("by", "a memory cannot supersede itself")
+    return by
+
+
+def _fingerprint(key: bytes, older_id: str, body: Any) -> str:
+    """What identifies a supersede request, to tell a retry from another request under the same key: a keyed
+    hash of the memory and the body (the record keeps no copy of a body, which may name what an erase removes)."""
+    canonical = json.dumps({"memory": older_id, "body": body}, sort_keys=True, ensure_ascii=False)
+    return hmac.new(key, canonical.encode(), hashlib.sha256).hexdigest()
 
 
 def _key(kind: str, key: str) -> str:

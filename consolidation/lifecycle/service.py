@@ -7,7 +7,7 @@ import base64
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -40,8 +40,12 @@ class Lifecycle:
         self.embedder = embedder
 
     def delete(self, reasons: dict[str, str], now: datetime) -> int:
-        """Tombstone (pending), then delete the vectors, then the nodes; returns how many were deleted. A merged
-        duplicate among them leaves with its canonical: its merge record says 'deleted'."""
+        """Tombstone (pending), then delete the vectors, then the nodes; returns how many were deleted. The
+        merged duplicates of a canonical among them leave with it (their merge records say 'deleted'; a restore
+        of either brings both back as they were)."""
+        reasons = dict(reasons)
+        for duplicate, canonical in self.hygiene.merged_into_any(list(reasons)).items():
+            reasons.setdefault(duplicate, f"merged into {canonical}, which is deleted: leaves with it")
         snapshots = self.tombstones.snapshot(list(reasons))
         if not snapshots:
             return 0
@@ -75,10 +79,13 @@ class Lifecycle:
     # --- restoring -------------------------------------------------------------------------------
 
     def restore(self, memory_id: str, now: datetime, hold_days: float) -> dict[str, Any]:
-        """Bring back an archived, merged or deleted memory as an active one of its own (a deleted one from its
-        tombstone, with the edges whose ends still exist). A restore is an administrator's decision that holds:
-        it counts as a use, its relevance is recomputed at once, and no automatic run archives, deletes or
-        merges it until `held_until`. Of concurrent restores of one memory, one succeeds; the others: Conflict."""
+        """Bring back an archived, merged or deleted memory as it was before: an archived or merged one as an
+        active memory of its own; a deleted one from its tombstone with the edges whose ends exist, and with
+        what its deletion took along (a canonical's duplicates, merged into it again; a duplicate's canonical
+        and the other duplicates, when they left together). A restore is an administrator's decision that
+        holds: it counts as a use of the memory (or of the canonical a duplicate is back in), its relevance is
+        recomputed at once, and no automatic run archives, deletes or merges it until `held_until`. Of
+        concurrent restores of one memory, one succeeds; the others: Conflict."""
         existing = self.graph.get_memory(memory_id)
         if existing is None:
             result = self._restore_deleted(memory_id, now)
@@ -86,10 +93,11 @@ class Lifecycle:
             state = state_of(existing)
             check("restore", memory_id, state)
             result = self._restore_merged(memory_id, now) if state == MERGED else self._restore_archived(memory_id, now)
+        used = memory_id if result.get("state", ACTIVE) == ACTIVE else result["canonical_id"]
         until = held_until(now, hold_days)
-        self.graph.hold_as_used(memory_id, to_iso(now), until, MAX_COUNT)
-        self.rescore([memory_id], now)
-        return {**result, "state": ACTIVE, "held_until": until}
+        self.graph.hold_as_used(used, to_iso(now), until, MAX_COUNT)
+        self.rescore([used], now)
+        return {"state": ACTIVE, **result, "held_until": until}
 
     def _restore_archived(self, memory_id: str, now: datetime) -> dict[str, Any]:
         if not self.graph.unarchive(memory_id, to_iso(now)):
@@ -109,31 +117,99 @@ class Lifecycle:
                 "edges_restored": restored["edges_restored"]}
 
     def _restore_deleted(self, memory_id: str, now: datetime) -> dict[str, Any]:
-        at = to_iso(now)
-        tombstone = self.tombstones.claim_deleted(memory_id, at, now.timestamp())
-        if tombstone is None:
-            # The tombstone first: a restore marks it restored only after the node is back.
-            if self.tombstones.latest(memory_id) or self.graph.existing_ids([memory_id]):
-                raise Conflict(f"memory {memory_id} is being restored, or was restored meanwhile, by another request")
-            raise NotFound(f"memory {memory_id} has no tombstone (never existed, or its retention period ended)")
+        tombstone = self._claimed(memory_id, now)
+        canonical_id = tombstone["memory"]["properties"].get("merged_into")
+        if canonical_id:
+            return self._restore_duplicate(tombstone, canonical_id, now)
+        result = self._restore_from(tombstone, now)
+        return {**result, "restored_with": self._duplicates_back(memory_id, tombstone["deleted_at"], now)}
+
+    def _claimed(self, memory_id: str, now: datetime) -> dict[str, Any]:
+        """The memory's newest deleted tombstone, claimed for this restore; Conflict when another restore has
+        it, Gone when the memory was erased, NotFound when nothing of it is kept."""
+        tombstone = self.tombstones.claim_deleted(memory_id, to_iso(now), now.timestamp())
+        if tombstone is not None:
+            return tombstone
+        # The tombstone first: a restore marks it restored only after the node is back.
+        if self.tombstones.latest(memory_id) or self.graph.existing_ids([memory_id]):
+            raise Conflict(f"memory {memory_id} is being restored, or was restored meanwhile, by another request")
+        self._gone_if_erased(memory_id, None)
+        raise NotFound(f"memory {memory_id} has no tombstone (never existed, or its retention period ended)")
+
+    def _restore_duplicate(self, tombstone: dict[str, Any], canonical_id: str, now: datetime) -> dict[str, Any]:
+        """A deleted duplicate: back in its canonical when that is stored (or was deleted with it, and comes
+        back first, with its other duplicates); a memory of its own when its canonical is gone for good."""
+        memory_id, deleted_at = tombstone["memory_id"], tombstone["deleted_at"]
+        canonical = self.graph.get_memory(canonical_id)
+        left_together = canonical is None and self.tombstones.deleted_at_of([canonical_id]).get(canonical_id) == deleted_at
+        if left_together:
+            restored = self._restore_from(self._claimed(canonical_id, now), now)
+            others = self._duplicates_back(canonical_id, deleted_at, now, claimed=tombstone)
+            return {**restored, "memory_id": memory_id, "state": MERGED, "canonical_id": canonical_id,
+                    "restored_with": [canonical_id, *(o for o in others if o != memory_id)]}
+        if canonical is not None and state_of(canonical) != MERGED and self._remerge(tombstone, now):
+            return {"memory_id": memory_id, "restored_from": "tombstone", "state": MERGED,
+                    "canonical_id": canonical_id, "edges_restored": 1, "edges_lost": 0, "restored_with": []}
+        return {**self._restore_from(tombstone, now), "restored_with": []}
+
+    def _duplicates_back(self, canonical_id: str, deleted_at: str, now: datetime,
+                         claimed: dict[str, Any] | None = None) -> list[str]:
+        """The duplicates deleted with this canonical (at `deleted_at`) merged into it again (`claimed`: the
+        tombstone of one of them this restore holds already); their ids."""
+        leaving = self.hygiene.left_with(canonical_id)
+        deleted = self.tombstones.deleted_at_of(leaving)
+        back = []
+        for duplicate_id in sorted(leaving):
+            if claimed is not None and duplicate_id == claimed["memory_id"]:
+                tombstone = claimed
+            elif deleted.get(duplicate_id) == deleted_at:
+                tombstone = self.tombstones.claim_deleted(duplicate_id, to_iso(now), now.timestamp())
+            else:
+                continue
+            if tombstone is not None and self._remerge(tombstone, now):
+                back.append(duplicate_id)
+        return back
+
+    def _remerge(self, tombstone: dict[str, Any], now: datetime) -> bool:
+        """A claimed duplicate's tombstone back as the merged duplicate it was (its merge record 'done' again,
+        its MERGED_INTO edge back); False, leaving the tombstone claimed, when no merge record is left."""
+        memory_id, at = tombstone["memory_id"], to_iso(now)
+        record = self.hygiene.claim("deleted", memory_id, at)
+        if record is None:
+            return False
+        properties = tombstone["memory"]["properties"]
+        self.vectors.upsert([VectorPoint(memory_id, self._vector_of(tombstone, properties),
+                                         payload_of(properties, self.graph.scoping))])
+        self.tombstones.restore_node(properties, tombstone["memory"]["labels"], tombstone["edges"], merged=True)
+        self.hygiene.mark_merged(record["id"])
+        self.tombstones.mark_restored(tombstone["id"], at)
+        return True
+
+    def _vector_of(self, tombstone: dict[str, Any], properties: dict[str, Any]) -> np.ndarray:
+        vector = decode_vector(tombstone.get("vector"))
+        return vector if vector is not None else self.embedder.embed([properties.get("content") or ""])[0]
+
+    def _restore_from(self, tombstone: dict[str, Any], now: datetime) -> dict[str, Any]:
+        """A claimed tombstone back as an active memory of its own, with the edges whose other end exists (a
+        duplicate whose canonical is gone: its merge undone)."""
+        memory_id, at = tombstone["memory_id"], to_iso(now)
         properties, edges = tombstone["memory"]["properties"], tombstone["edges"]
-        # A merged duplicate that left with its canonical comes back as a memory of its own.
         record = None
         if properties.get("merged_into"):
             record, properties, edges = unmerged_from_tombstone(self.hygiene, memory_id, properties, edges, at)
         else:
             properties = {**properties, "archived": False, "archived_at": None, "archived_reason": None,
                           "restored_at": at, "last_accessed": at}
-        vector = decode_vector(tombstone.get("vector"))
-        if vector is None:
-            vector = self.embedder.embed([properties.get("content") or ""])[0]
-        self.vectors.upsert([VectorPoint(memory_id, vector, payload_of(properties, self.graph.scoping))])
+        self.vectors.upsert([VectorPoint(memory_id, self._vector_of(tombstone, properties),
+                                         payload_of(properties, self.graph.scoping))])
         restored_edges = self.tombstones.restore_node(properties, tombstone["memory"]["labels"], edges)
         if record is not None:
             settle_unmerged(self.hygiene, record, at)
         self.tombstones.mark_restored(tombstone["id"], at)
+        # A canonical's MERGED_INTO edges come back with its duplicates (_duplicates_back), not here.
+        kept = [edge for edge in edges if edge["type"] != "MERGED_INTO"]
         return {"memory_id": memory_id, "restored_from": "tombstone", "edges_restored": restored_edges,
-                "edges_lost": len(edges) - restored_edges}
+                "edges_lost": len(kept) - restored_edges}
 
     def rescore(self, ids: Sequence[str], now: datetime) -> dict[str, float]:
         """Write these memories' relevance as the decay formula gives it now, capped for those no longer current
@@ -165,23 +241,35 @@ class Lifecycle:
 
     # --- what a memory is now --------------------------------------------------------------------
 
-    def describe(self, memory_id: str, retention_days: float) -> dict[str, Any]:
-        """The memory with its `state` (and `held_until`); Gone for a deleted one, NotFound if nothing is known."""
+    def describe(self, memory_id: str, retention_days: float,
+                 bound: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The memory with its `state` (and `held_until`); Gone for a deleted or erased one, NotFound if nothing
+        is known of it, or if it is in another scope than `bound` (a scoped caller's)."""
         memory = self.graph.get_memory(memory_id)
-        if memory is not None:
+        if memory is not None and self.graph.scoping.sees(memory, bound):
             return {**memory, "state": state_of(memory), "merged_into": memory.get("merged_into"),
                     "superseded_by": memory.get("superseded_by"), "held_until": memory.get("held_until")}
+        if memory is not None:
+            raise NotFound(f"memory {memory_id} does not exist")
         tombstone = self.tombstones.latest(memory_id)
         if tombstone is None:
-            erased_at = self.tombstones.erased_at(memory_id)
-            if erased_at is not None:
-                raise Gone(f"memory {memory_id} was erased on request at {erased_at}: nothing of it is kept, and it "
-                           "cannot be restored", state=DELETED, deleted_at=erased_at, deletion="erased")
+            self._gone_if_erased(memory_id, bound)
+            raise NotFound(f"memory {memory_id} does not exist")
+        if bound is not None and not self.graph.scoping.sees(self.tombstones.kept(memory_id) or {}, bound):
             raise NotFound(f"memory {memory_id} does not exist")
         deleted_at = tombstone["deleted_at"]
         raise Gone(f"memory {memory_id} was deleted at {deleted_at}; POST /memory/{memory_id}/restore brings it "
                    "back until restorable_until", state=DELETED, deleted_at=deleted_at, reason=tombstone["reason"],
                    restorable_until=restorable_until(deleted_at, retention_days), deletion=tombstone["state"])
+
+    def _gone_if_erased(self, memory_id: str, bound: Mapping[str, Any] | None) -> None:
+        """Gone (410, nothing restorable) for a memory erased on request. An erased tombstone keeps no scope, so
+        a scoped caller is told nothing of it."""
+        erased_at = self.tombstones.erased_at(memory_id)
+        if erased_at is not None and bound is None:
+            raise Gone(f"memory {memory_id} was erased on request at {erased_at}: nothing of it is kept, and it "
+                       "cannot be restored", state=DELETED, deleted_at=erased_at, deletion="erased",
+                       restorable_until=None)
 
     def detach_from_scope(self, memory_ids: Sequence[str], now: datetime) -> None:
         """Before memories move to another scope: undo what links them to the old one. Duplicates merged into

@@ -42,7 +42,8 @@ TRANSITIONS: dict[str, Transition] = {t.name: t for t in (
                 "(0: at once, active too); a merged duplicate leaves with its canonical (MergeRecord 'deleted'); "
                 "a tombstone keeps it"),
     _transition("restore", [ARCHIVED, MERGED, DELETED], ACTIVE,
-                "an administrator: a use, held for CONSOLIDATION_RESTORE_HOLD_DAYS (MergeRecord 'restored')"),
+                "an administrator: a use, held for CONSOLIDATION_RESTORE_HOLD_DAYS (MergeRecord 'restored'); a deleted "
+                "duplicate comes back merged into its canonical, as it was (MergeRecord 'done')"),
     _transition("expire", [DELETED], GONE, "forget, once the tombstone is older than the retention period"),
 )}
 

@@ -28,7 +28,8 @@ EMBEDDED_DB_FILE = "graph.rdb"
 # besides (`save ""`): falkordblite's rules took one 15 s after every 1,000 writes, and each forks the server and
 # writes the whole graph on the machine's other core while a run writes (see docs/performance.md, fifth part).
 # The log is compacted and a snapshot saved at shutdown, as before.
-EMBEDDED_CONFIG = {"appendonly": "yes", "appendfsync": "everysec", "save": '""'}
+# The slow-command log is off: it keeps the first arguments of a slow query, memory texts among them.
+EMBEDDED_CONFIG = {"appendonly": "yes", "appendfsync": "everysec", "save": '""', "slowlog-log-slower-than": "-1"}
 EMBEDDED_OWNER_FILE = "server.owner"  # the pid of the process that started (or took over) the embedded server
 LEFT_SERVER_STOP_SECONDS = 120  # saving a million memories takes seconds; a hung server is killed after this
 # The embedded server loads its data before it answers: a million memories take tens of seconds (falkordblite

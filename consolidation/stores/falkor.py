@@ -58,6 +58,12 @@ CONNECT_TIMEOUT_SECONDS = 3
 # first refused connect, yet an outage is reported (as 503) at once instead of after seconds of back-off.
 SERVER_RETRY = Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2)
 OUTAGE_ERRORS = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, OSError)
+# FalkorDB logs each query with its parameters (every memory's text among them) in a stream key beside the graph,
+# telemetry{<graph>}, which is saved with the data; the last MAX_INFO_QUERIES queries are kept. The service turns
+# the log off (0 queries kept) instead of scrubbing it: a scrub after each write would race the server's
+# asynchronous logger, and the stream would be in every snapshot taken meanwhile.
+QUERY_LOG_OFF = (("MAX_INFO_QUERIES", "0"), ("CMD_INFO", "no"))
+QUERY_LOG_KEY = "telemetry{{{graph}}}"
 
 
 def _as_read(rows: list[list[Any]]) -> list[list[Any]]:
@@ -125,6 +131,29 @@ class Falkor:
                 return
             time.sleep(0.05)
         raise StoreUnavailable("graph", "the append-only file rewrite did not finish in time")
+
+    def silence_query_log(self) -> bool:
+        """Turn the server's log of queries off and drop what it logged of this graph (also on a server that
+        restarted with its own settings: called whenever the stores are made ready). False, with a warning, when
+        the server refuses the setting: then only forget_query_log, after an erase, keeps texts out of it."""
+        silenced = True
+        for name, value in QUERY_LOG_OFF:
+            try:
+                self._call(self.client.execute_command, "GRAPH.CONFIG", "SET", name, value)
+            except redis.ResponseError as exc:
+                silenced = False
+                log.warning("FalkorDB refused GRAPH.CONFIG SET %s %s (%s): its query log keeps memory texts; set "
+                            "it in FALKORDB_ARGS", name, value, exc)
+        self.forget_query_log()
+        return silenced
+
+    def forget_query_log(self) -> None:
+        """Drop this graph's query log and the server's slow-command log (both hold query parameters)."""
+        self._call(self.client.delete, QUERY_LOG_KEY.format(graph=self.graph_name))
+        try:
+            self._call(self.client.execute_command, "SLOWLOG", "RESET")
+        except redis.ResponseError as exc:  # a managed server may rename or forbid it
+            log.warning("FalkorDB refused SLOWLOG RESET (%s): slow queries' parameters stay in its slow log", exc)
 
     def for_graph(self, graph_name: str) -> Falkor:
         """Another graph on the same server and connection; closing it leaves the connection open."""

@@ -60,7 +60,6 @@ ABOVE_DECAY_THRESHOLD = "coalesce(m.importance, 0.5) >= $threshold"  # with ACTI
 PATTERN_BY_ID = "(p:Memory {id: id}) WHERE p:MetaPattern"
 PATTERNS_PER_READ = 50  # summaries whose members one read returns (~5,500 members at a million memories)
 PROBE_FACTOR, PROBE_ROUNDS = 4, 3
-SCRUB_PAGE = 2000  # records read at once when an erase rewrites them
 # What an incremental decay or forget reads besides the memories due and touched: the condition, the Lookup field
 # bound to it (as the parameter of that name), and whether an index serves it (else a scan of every memory that
 # returns only the matches: 0.3-0.5 s at a million; an index on last_accessed would make every use an index write).
@@ -134,7 +133,9 @@ class GraphStore:
         return GraphStore(self.falkor, self.scoping.within(scope))
 
     def ensure_schema(self) -> None:
-        """Create the indexes the queries rely on, if missing, and drop those older versions made, if there."""
+        """Create the indexes the queries rely on, if missing, and drop those older versions made, if there; the
+        server's query log off (memory texts stay in the graph's own records)."""
+        self.falkor.silence_query_log()
         for label, field in INDEXES:
             self._index_command("CREATE", label, field, "already indexed")
         for label, field in LEGACY_INDEXES:
@@ -586,31 +587,6 @@ class GraphStore:
             self.scoping.where(), f"m.id, coalesce(m.content, ''), {ACTIVE} AND NOT ({NOT_SUMMARY})",
             self.scoping.params())
         return (list(columns[0]), list(columns[1]), booleans(columns[2])) if columns else ([], [], np.zeros(0, bool))
-
-    def scrub_records(self, rewrite: Callable[[Any], Any], keep: str | None = None) -> int:
-        """Rewrite every property of the service's own records (every node but memories: run reports, tombstones,
-        merge and request records, audit entries, entities, verdicts) with `rewrite` (value -> the value, or a new
-        one), a page of nodes at a time, except the record whose id is `keep`; returns how many nodes changed."""
-        labels = [row[0] for row in self.falkor.records("CALL db.labels()", read_only=True)]
-        changed = 0
-        for label in sorted(set(labels) - {"Memory", "MetaPattern", TOUCH}):
-            after = -1
-            while True:
-                rows = self.falkor.records(
-                    f"MATCH (n:`{label}`) WHERE id(n) > $after AND NOT n:Memory RETURN id(n), properties(n) "
-                    "ORDER BY id(n) LIMIT $page", {"after": after, "page": SCRUB_PAGE}, read_only=True)
-                rewritten = []
-                for node, props in rows:
-                    if keep is None or dict(props).get("id") != keep:
-                        fields = {k: new for k, old in dict(props).items() if (new := rewrite(old)) is not old}
-                        rewritten += [[node, fields]] if fields else []
-                self.falkor.write_chunks("UNWIND $rows AS row MATCH (n) WHERE id(n) = row[0] SET n += row[1]",
-                                         rewritten)
-                changed += len(rewritten)
-                if len(rows) < SCRUB_PAGE:
-                    break
-                after = rows[-1][0]
-        return changed
 
     def validity_ends(self, ids: Sequence[str] | None = None) -> dict[str, Any]:
         """Each of these memories' t_invalid (None: still valid), by id; with no ids, those of every memory that

@@ -367,6 +367,17 @@ class HygieneStore:
         self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.state = 'restored', r.restored_at = $at, "
                             "r.restoring_from = null, r.restoring_epoch = null", {"id": record_id, "at": at})
 
+    def left_with(self, canonical_id: str) -> list[str]:
+        """The duplicates whose merge into this canonical says 'deleted' (they left with it, or alone)."""
+        return [row[0] for row in self.falkor.execute(
+            "MATCH (r:MergeRecord {canonical_id: $id}) WHERE r.state = 'deleted' RETURN DISTINCT r.duplicate_id",
+            {"id": canonical_id}, read_only=True)]
+
+    def mark_merged(self, record_id: str) -> None:
+        """A claimed merge record whose duplicate is back in its canonical: 'done' again."""
+        self.falkor.execute("MATCH (r:MergeRecord {id: $id}) SET r.state = 'done', r.restoring_from = null, "
+                            "r.restoring_epoch = null, r.deleted_at = null", {"id": record_id})
+
     def mark_left(self, duplicate_ids: Sequence[str], at: str) -> None:
         """Merged duplicates deleted (with their canonical): their merge records say so."""
         self.falkor.write_chunks(

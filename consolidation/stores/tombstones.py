@@ -122,6 +122,20 @@ class TombstoneStore:
                                    read_only=True)
         return json.loads(rows[0][0]).get("properties") if rows and rows[0][0] else None
 
+    def deleted_memories(self) -> list[tuple[str, dict[str, Any]]]:
+        """Every deleted memory still restorable: its id and its fields as the tombstone keeps them."""
+        rows = self.falkor.execute("MATCH (t:Tombstone) WHERE t.state = 'deleted' RETURN t.memory_id, t.memory",
+                                   read_only=True)
+        return [(memory_id, json.loads(memory).get("properties", {})) for memory_id, memory in rows]
+
+    def contents_of(self, memory_ids: Sequence[str]) -> list[str]:
+        """The texts the open tombstones of these memories keep (an interrupted purge looks for its identifier
+        in them)."""
+        rows = self.falkor.execute(
+            "UNWIND $ids AS id MATCH (t:Tombstone {memory_id: id}) WHERE t.state IN ['pending', 'deleted'] "
+            "RETURN t.memory", {"ids": list(memory_ids)}, read_only=True)
+        return [str(json.loads(memory).get("properties", {}).get("content") or "") for (memory,) in rows]
+
     def erased_at(self, memory_id: str) -> str | None:
         """When this memory was erased on request (its tombstone keeps only that), or None."""
         rows = self.falkor.records("MATCH (t:Tombstone {memory_id: $id}) WHERE t.state = 'erased' "
@@ -129,15 +143,22 @@ class TombstoneStore:
                                    read_only=True)
         return rows[0][0] if rows else None
 
-    def restore_node(self, properties: dict[str, Any], labels: Sequence[str], edges: Sequence[dict[str, Any]]
-                     ) -> int:
-        """Recreate the node with these properties and every edge whose other end still exists; idempotent.
-        Returns the edges restored."""
+    def restore_node(self, properties: dict[str, Any], labels: Sequence[str], edges: Sequence[dict[str, Any]],
+                     merged: bool = False) -> int:
+        """Recreate the node with these properties and every edge whose other end still exists (`merged`: a
+        duplicate back in its canonical, its MERGED_INTO edge with it); idempotent. Returns the edges restored."""
         node_labels = "".join(f":{label}" for label in ("Memory", "MetaPattern", AUTOMEM_SUMMARY_LABEL)
                               if label == "Memory" or label in labels)
         self.falkor.execute(NEXT_CHANGE + f"MERGE (m{node_labels} {{id: $id}}) SET m = $props SET {STAMP}",
                             {"id": properties["id"], "props": properties})
-        return restore_edges(self.falkor, properties["id"], edges)
+        return restore_edges(self.falkor, properties["id"], edges, merged)
+
+    def deleted_at_of(self, memory_ids: Sequence[str]) -> dict[str, str]:
+        """When each of these memories was deleted, by its newest 'deleted' tombstone (restorable ones only)."""
+        rows = self.falkor.execute(
+            "UNWIND $ids AS id MATCH (t:Tombstone {memory_id: id}) WHERE t.state = 'deleted' "
+            "RETURN t.memory_id, t.deleted_at ORDER BY t.deleted_epoch", {"ids": list(memory_ids)}, read_only=True)
+        return {memory_id: deleted_at for memory_id, deleted_at in rows}
 
     def mark_restored(self, tombstone_id: str, restored_at: str) -> None:
         self.falkor.execute(
@@ -183,16 +204,16 @@ def snapshot(falkor: Falkor, ids: Sequence[str], edges_of: Collection[str] | Non
     return found
 
 
-def restore_edges(falkor: Falkor, memory_id: str, edges: Sequence[dict[str, Any]]) -> int:
+def restore_edges(falkor: Falkor, memory_id: str, edges: Sequence[dict[str, Any]], merged: bool = False) -> int:
     """Recreate these edges of a memory whose other end still exists (MERGE: twice changes nothing). A merge's
-    own edge is never brought back: a restored memory is active (it points nowhere), and what was merged into it
-    was handed on, restored or deleted since, so its merged_into says where it belongs now. An edge of ours
-    gets its kept properties back; AutoMem's is only made again if it is gone (one still there is left as its
-    writer has it now)."""
+    own edge comes back only with a duplicate restored into its canonical (`merged`), out of it: a memory restored
+    as active points nowhere, and what was merged into it was handed on, restored or deleted since, so its
+    merged_into says where it belongs now. An edge of ours gets its kept properties back; AutoMem's is only made
+    again if it is gone (one still there is left as its writer has it now)."""
     restored = 0
     # An edge of ours kept from before edges carried the mark comes back with it; AutoMem's come back as they were.
-    edges = [{**edge, "properties": with_mark(edge["type"], edge["properties"])}
-             for edge in edges if edge["type"] != "MERGED_INTO"]
+    edges = [{**edge, "properties": with_mark(edge["type"], edge["properties"])} for edge in edges
+             if edge["type"] != "MERGED_INTO" or (merged and edge["outgoing"])]
     for ours in (True, False):
         chosen = [edge for edge in edges if (author_of(edge["properties"]) == OURS) == ours]
         setting = "SET r = e.properties" if ours else "ON CREATE SET r = e.properties"

@@ -199,13 +199,17 @@ const restorablePager = new Pager(pagerFor("restorable"), PAGE,
   ], `no ${restorableKind || "archived, merged or deleted"} memories`));
 
 async function restore(memory) {
-  if (!window.confirm(`Restore memory ${shortId(memory.memory_id)} (${memory.kind})? It becomes active again.`)) return;
+  const outcome = memory.kind === "deleted" ? "It comes back as it was before its deletion, with what left with it."
+    : "It becomes active again.";
+  if (!window.confirm(`Restore memory ${shortId(memory.memory_id)} (${memory.kind})? ${outcome}`)) return;
   try {
     const restored = await post(`/memory/${encodeURIComponent(memory.memory_id)}/restore`);
     $("restore-message").textContent =
       `Restored ${shortId(restored.memory_id)} from its ${restored.restored_from}` +
       (restored.edges_restored ? ` with ${restored.edges_restored} edges` : "") +
-      `: ${restored.state}, held until ${when(restored.held_until)}.`;
+      (restored.restored_with?.length ? ` and ${restored.restored_with.length} memories deleted with it` : "") +
+      `: ${restored.state}` + (restored.state === "merged" ? ` into ${shortId(restored.canonical_id)}` : "") +
+      `, held until ${when(restored.held_until)}.`;
     onRestored();
   } catch (error) {
     notify(`Could not restore ${shortId(memory.memory_id)}: ${error.message}`, true);

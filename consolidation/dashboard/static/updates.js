@@ -6,7 +6,7 @@ import { el, fillRows, memoryCell, notify, shortId, show, text, when } from "./d
 
 const $ = (id) => document.getElementById(id);
 const SUMMARY_TYPE = "MetaPattern"; // cluster summaries: rebuilt from their members, never superseded by hand
-const PREVIEW_TEXTS = 10; // purge preview: how many of the listed memories are shown with their text
+const PREVIEW_TEXTS = 10; // purge preview: how many memories its first page lists with their text
 
 let onChanged = () => {};
 let actionsFor = null; // the memory whose buttons (and the answers to them) are shown
@@ -22,6 +22,9 @@ export function setUp(changed) {
   // Purge deletes what the preview listed: another identifier typed in needs its own preview first.
   $("purge-match").addEventListener("input", () => showPurgePreview(null));
   $("purge-run").addEventListener("click", runPurge);
+  $("purge-count").addEventListener("change", () => {
+    $("purge-run").disabled = !$("purge-count").checked;
+  });
 }
 
 // --- one memory: supersede, undo, forget -------------------------------------------------------------------
@@ -146,43 +149,49 @@ function setAnswer(...nodes) {
 async function previewPurge(match) {
   if (!match) return;
   try {
-    const answer = await post("/memories/purge", { match, dry_run: true });
-    const shownIds = answer.memory_ids.slice(0, PREVIEW_TEXTS);
-    showPurgePreview({ match, answer, texts: await memoriesOf(shownIds) });
+    const answer = await post("/memories/purge", { match, dry_run: true, limit: PREVIEW_TEXTS });
+    showPurgePreview({ match, answer });
   } catch (error) {
     showPurgePreview(null);
     notify(`Could not preview the purge: ${error.message}`, true);
   }
 }
 
-/** The dry run's answer (null: none shown): how many, the first few with their text, the rest by id. */
+/** The dry run's answer (null: none shown): how many, the first page with their text and true state, the rest
+ *  by id; why the purge would be refused as asked, and the box that confirms the count then. */
 function showPurgePreview(preview) {
   previewed = preview;
   $("purge-result").replaceChildren();
   const summary = $("purge-summary");
   if (!preview) {
     summary.textContent = "";
-    for (const id of ["purge-table", "purge-more", "purge-confirm"]) show($(id), false);
+    for (const id of ["purge-table", "purge-more", "purge-confirm", "purge-refused"]) show($(id), false);
     return;
   }
-  const { match, answer, texts } = preview;
+  const { match, answer } = preview;
   const quoting = answer.summaries_quoting ?? 0;
   summary.textContent = (answer.matched ? `${answer.matched} memories hold "${match}": a purge deletes them.`
     : `No memory holds "${match}".`) +
     (quoting ? ` ${quoting} cluster summaries quote it: rebuilt without them, and deleted if they still quote it.`
       : "");
-  fillRows($("purge-table"), texts, ([id, memory]) => [
-    memoryCell(id, memory?.content), memory?.type, memory?.state ?? "(could not be read)",
+  const listed = answer.memories ?? [];
+  fillRows($("purge-table"), listed, (memory) => [
+    memoryCell(memory.id, memory.content), memory.type, memory.state + (memory.says_more ? ", says more" : ""),
   ]);
-  show($("purge-table"), texts.length > 0);
-  const rest = answer.memory_ids.slice(texts.length);
+  show($("purge-table"), listed.length > 0);
+  const shown = new Set(listed.map((memory) => memory.id));
+  const rest = answer.memory_ids.filter((id) => !shown.has(id));
   const unlisted = answer.matched - answer.memory_ids.length;
   $("purge-more").replaceChildren(...(rest.length ? [text("and "), ...rest.flatMap((id, index) =>
     [index ? ", " : "", el("code", { title: id, text: shortId(id) })])] : []),
     unlisted > 0 ? text(`, and ${unlisted} more (the preview lists the first ${answer.memory_ids.length})`) : "");
   show($("purge-more"), rest.length > 0 || unlisted > 0);
-  $("purge-erase").checked = false;
+  $("purge-refused").textContent = answer.refused ? `As asked, the purge is refused: ${answer.refused}` : "";
+  show($("purge-refused"), Boolean(answer.refused));
+  show($("purge-count-label"), Boolean(answer.refused));
+  for (const box of ["purge-erase", "purge-redact", "purge-count"]) $(box).checked = false;
   $("purge-run").textContent = `Purge ${answer.matched}`;
+  $("purge-run").disabled = Boolean(answer.refused);
   show($("purge-confirm"), answer.matched > 0 || quoting > 0);
 }
 
@@ -190,15 +199,20 @@ async function runPurge() {
   if (!previewed) return;
   const { match, answer: preview } = previewed;
   const erase = $("purge-erase").checked;
+  const redact = $("purge-redact").checked;
   const quoting = preview.summaries_quoting ? ` (and rebuild the ${preview.summaries_quoting} summaries quoting it)` : "";
-  if (!window.confirm(`Purge ${preview.matched} memories holding "${match}"${quoting}? They are deleted` +
-    (erase ? " and their text erased from every place that kept it: they cannot be restored."
+  if (!window.confirm(`Purge ${preview.matched} memories holding "${match}"${quoting}? They are ` +
+    (redact ? "redacted where they say more, else deleted" : "deleted") +
+    (erase ? ", and their text erased from every place that kept it: they cannot be restored."
       : "; their tombstones keep them restorable."))) return;
+  const body = { match, dry_run: false, erase, redact };
+  if (preview.refused) body.expected_count = preview.matched;
   $("purge-run").disabled = true;
   try {
-    const answer = await post("/memories/purge", { match, dry_run: false, erase });
+    const answer = await post("/memories/purge", body);
     showPurgePreview(null);
     $("purge-result").textContent = `Purged: ${answer.deleted} memories deleted` +
+      (answer.redacted ? `, ${answer.redacted} redacted` : "") +
       (answer.summaries_deleted ? ` (${answer.summaries_deleted} of them summaries that still quoted it)` : "") +
       (answer.erase ? ", their text erased." : ", restorable under Deleted.");
     onChanged();
