@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= data
 
-.PHONY: run test bench quality setup browser screenshot clean interop
+.PHONY: run test bench quality eval setup browser screenshot clean interop
 
 setup: $(VENV)/.installed
 
@@ -36,6 +36,13 @@ bench: setup
 
 quality: setup
 	$(BIN)/python bench/quality.py
+
+# Does consolidation help recall on natural memory? LoCoMo-format conversations (EVAL_DATA, default
+# ../shared/natural/) recalled before and after a full run and a replay, both vector regimes; the tables into
+# docs/quality.md, every decision and hidden memory into .eval/.
+EVAL_DATA ?= ../shared/natural
+eval: setup
+	$(BIN)/python bench/natural_eval.py $(EVAL_DATA) --replay --write docs/quality.md
 
 # A contract check against AutoMem's own application (not part of `make test`): a FalkorDB server, the vector
 # stand-in, AutoMem from $(AUTOMEM_SHARED) (its source at a fixed commit, in a virtualenv of its own under .interop/)

@@ -300,7 +300,17 @@ def write(out: Path, calibrations: dict, public: dict, memory: dict, notes: dict
     if notes:
         lines += _notes_section(notes)
     lines += entity_bench.quality_section(entity_bench.quality())
-    out.write_text("\n".join(lines) + "\n")
+    out.write_text("\n".join(lines) + "\n" + natural_eval_section(out))
+
+
+def natural_eval_section(out: Path) -> str:
+    """The natural-memory section `make eval` wrote into the file (kept: this script does not measure it)."""
+    from natural_eval import BEGIN, END  # noqa: PLC0415
+
+    old = out.read_text() if out.exists() else ""
+    if BEGIN not in old or END not in old:
+        return ""
+    return "\n" + old[old.index(BEGIN):old.index(END) + len(END)] + "\n"
 
 
 def _fmt(value) -> str:

@@ -145,9 +145,12 @@ def import_memories(path: Path, url: str | None, if_empty: bool, shift_to_now: b
               help="every task reads every memory, not what changed (or came due) since its last run.")
 @click.option("--incremental", is_flag=True,
               help="with --dry-run: preview the next scheduled pass, not the whole store (the default).")
+@click.option("--as-of", "as_of", metavar="TIME",
+              help="compute the run as of this ISO-8601 time (not later than now): decay, holds, dwell and "
+                   "forgetting take it as now, and memories stored after it are not read.")
 @click.option("--url", help=URL_HELP)
 @click.option("--graph", help=GRAPH_HELP)
-def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, url: str | None,
+def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, as_of: str | None, url: str | None,
                 graph: str | None) -> None:
     """Run consolidation once and print its run record as JSON, as GET /consolidate/runs/<id> shows it, here and
     with --url alike (exit status 1 if a task failed). A dry run previews the whole store unless --incremental
@@ -157,8 +160,10 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, ur
     """
     from .terminal import RunBars, on_terminal
 
-    if incremental and (full_pass or not dry_run):
-        raise click.UsageError("--incremental previews the next pass: give it with --dry-run, without --full-pass")
+    if incremental and (full_pass or not dry_run or as_of):
+        raise click.UsageError("--incremental previews the next pass: give it with --dry-run, without --full-pass "
+                               "or --as-of")
+    moment = _moment(as_of)
     settings = _settings()
     every = task in ("all", "full")
     tasks = list(DEFAULT_TASKS) if every else [task]
@@ -167,7 +172,7 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, ur
         try:
             with RunBars(on_terminal(), tasks) as bars:
                 run = remote.consolidate(None if every else tasks, dry_run, bars.show, full_pass,
-                                         incremental)
+                                         incremental, as_of)
                 bars.show(run)
         except ServiceError as exc:
             raise click.ClickException(exc.detail) from None
@@ -180,13 +185,29 @@ def consolidate(task: str, dry_run: bool, full_pass: bool, incremental: bool, ur
     services = _open(settings)
     try:
         engine = _graph(services, graph).engine
-        begun = engine.begin(tasks, dry_run=dry_run, trigger="cli", full=full_pass, incremental=incremental)
+        try:
+            begun = engine.begin(tasks, dry_run=dry_run, trigger="cli", full=full_pass, incremental=incremental,
+                                 as_of=moment)
+        except ServiceError as exc:
+            raise click.ClickException(exc.detail) from None
         with RunBars(on_terminal(), tasks, lambda: _state_of(begun)):
             engine.execute(begun)
         run = engine.get_run(begun.id)
     finally:
         services.close()
     _print_run(run)
+
+
+def _moment(as_of: str | None):
+    """--as-of as a time (UTC), or None; a usage error naming the option for anything else."""
+    from .timeutil import parse_iso  # numpy behind it: not loaded for --help
+
+    if as_of is None:
+        return None
+    try:
+        return parse_iso(as_of)
+    except ValueError:
+        raise click.BadParameter("an ISO-8601 time such as 2023-05-08T13:56:00+00:00", param_hint="--as-of") from None
 
 
 def _print_run(run: dict[str, Any]) -> None:

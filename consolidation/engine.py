@@ -10,13 +10,13 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from .revisits import Dues, touches_expire_before
 from .embedding import Embedder
 from . import metrics
-from .errors import Conflict, NotFound, RunCancelled, RunInProgress, StoreUnavailable
+from .errors import Conflict, InvalidInput, NotFound, RunCancelled, RunInProgress, StoreUnavailable
 from .heartbeat import Heartbeat
 from .lifecycle import Lifecycle
 from .lifecycle.states import forgetting
@@ -41,10 +41,11 @@ from .tasks import TASKS, TaskContext, incremental_version
 from .tasks.forget import prejudged as forget_prejudged
 from .tasks.handoff import Handoff, handed_over
 from .tasks.cluster import refresh as refresh_summaries
-from .timeutil import epoch_or_nan, to_iso, utc_now
+from .timeutil import epoch_or_nan, parse_iso, to_iso, utc_now
 from .cadence import due_tasks, next_due
 
 log = logging.getLogger(__name__)
+AS_OF_TOLERANCE = timedelta(minutes=1)  # a run as of a time may name now, by a clock a little ahead
 PROGRESS_WRITE_SECONDS = 1.0
 CANCELLED_DURING = "cancelled by an administrator; stopped between chunks (what it wrote is whole)"
 CANCELLED_BEFORE = "cancelled by an administrator before it started"
@@ -72,11 +73,19 @@ class Run:
     cancelled: bool = False  # an administrator asked it to stop; it stopped at a safe point
     paged_bytes: int = 0  # what its tasks kept of their report lists, to be paged (stores/report_pages.py)
     handoff: Handoff | None = None  # forget's judgement of decay's read, for its forget (while it runs)
+    as_of: datetime | None = None  # computed as of this time (None: now): the memories stored by then, that "now"
+
+    @property
+    def partial(self) -> bool:
+        """A run of one scope, or as of another time: not the whole graph now, so it leaves the schedule, the
+        watermarks and the due times to the runs that are."""
+        return bool(self.scope) or self.as_of is not None
 
     def record(self) -> dict[str, Any]:
         return {"id": self.id, "graph": self.graph, "state": "running", "tasks": self.tasks, "dry_run": self.dry_run,
                 "trigger": self.trigger, "started_at": to_iso(self.started_at),
-                **({"scope": self.scope} if self.scope else {}), **({"full": True} if self.full else {})}
+                **({"scope": self.scope} if self.scope else {}), **({"full": True} if self.full else {}),
+                **({"as_of": to_iso(self.as_of)} if self.as_of else {})}
 
 
 class ConsolidationEngine:
@@ -112,23 +121,27 @@ class ConsolidationEngine:
     # --- running ---------------------------------------------------------------------------------
 
     def begin(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None = None,
-              full: bool = False, incremental: bool = False) -> Run:
+              full: bool = False, incremental: bool = False, as_of: datetime | None = None) -> Run:
         """Take the run lease and record a new run; RunInProgress if another run holds the lease. `scope`
         limits the run to the memories of one scope (checked before the lease is taken); `full` makes every
         task a full pass. A dry run is a preview of the whole store (a full pass) unless it asks for the
         `incremental` pass the schedule would take next."""
-        run = self.plan(tasks, dry_run, trigger, scope, full, incremental)
+        run = self.plan(tasks, dry_run, trigger, scope, full, incremental, as_of)
         self._lease(run)
         self._open_record(run)
         return run
 
     def plan(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None = None,
-             full: bool = False, incremental: bool = False) -> Run:
-        """A run as asked (its scope checked), not begun: no lease, no record."""
+             full: bool = False, incremental: bool = False, as_of: datetime | None = None) -> Run:
+        """A run as asked (its scope and time checked), not begun: no lease, no record. A run `as_of` a time
+        (not later than now) reads the memories stored by then and takes that time as now."""
         if scope is not None:
             self.stores.graph.scoping.within(scope)
-        return Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, self.clock(), graph=self.graph_name,
-                   scope=scope, full=full or (dry_run and not incremental))
+        now = self.clock()
+        if as_of is not None and as_of > now + AS_OF_TOLERANCE:
+            raise InvalidInput("as_of", f"must not be later than now ({to_iso(now)})")
+        return Run(str(uuid.uuid4()), list(tasks), dry_run, trigger, now, graph=self.graph_name,
+                   scope=scope, full=full or (dry_run and not incremental) or as_of is not None, as_of=as_of)
 
     def begin_queued(self, run_id: str, waiting: Callable[[], bool]) -> Run | None:
         """Begin a run a serving process queued (a worker's side): take the lease, waiting while another run
@@ -138,8 +151,9 @@ class ConsolidationEngine:
             record = self.runs.get(run_id)
             if record is None or record.get("state") != "queued":
                 return None
+            as_of = parse_iso(record["as_of"]) if record.get("as_of") else None
             run = Run(run_id, list(record["tasks"]), bool(record["dry_run"]), record["trigger"], self.clock(),
-                      graph=self.graph_name, scope=record.get("scope"), full=bool(record.get("full")))
+                      graph=self.graph_name, scope=record.get("scope"), full=bool(record.get("full")), as_of=as_of)
             self.stores.ensure_ready()
             try:
                 self._take_lease(run)
@@ -183,8 +197,9 @@ class ConsolidationEngine:
         return result
 
     def run(self, tasks: Sequence[str], dry_run: bool = False, trigger: str = "manual",
-            scope: dict[str, str] | None = None, full: bool = False, incremental: bool = False) -> dict[str, Any]:
-        return self.execute(self.begin(tasks, dry_run, trigger, scope, full, incremental))
+            scope: dict[str, str] | None = None, full: bool = False, incremental: bool = False,
+            as_of: datetime | None = None) -> dict[str, Any]:
+        return self.execute(self.begin(tasks, dry_run, trigger, scope, full, incremental, as_of))
 
     def execute_in_background(self, run: Run) -> threading.Thread:
         """Execute a begun run on its own thread, so an HTTP request can answer at once."""
@@ -409,8 +424,10 @@ class ConsolidationEngine:
         graph, hygiene = self.stores.graph, self.lifecycle.hygiene
         if run.scope:
             graph, hygiene = graph.within(run.scope), hygiene.within(run.scope)
+        if run.as_of is not None:
+            graph, hygiene = graph.stored_by(to_iso(run.as_of)), hygiene.stored_by(to_iso(run.as_of))
         control = self.control.state()  # at the task's start: its watermark, and the change counter now
-        now = self.clock()
+        now = run.as_of or self.clock()
         plan = plan_pass(task, control, now, self.settings.consolidation_full_pass_interval_seconds,
                          incremental_version(task, self.settings), run.full, bool(run.scope))
         ctx = TaskContext(self.settings, graph, hygiene, self.stores.vectors, self.lifecycle, self.summarizer,
@@ -442,7 +459,7 @@ class ConsolidationEngine:
                  task, run.graph, report.get("memories_processed", 0), report["seconds"], report["success"],
                  run.dry_run, report["pass"], run.id)
         # The schedule is the whole graph's: one scope's run leaves it; a cancelled task is no failure to retry.
-        if not run.dry_run and not run.scope and not report.get("cancelled"):
+        if not run.dry_run and not run.partial and not report.get("cancelled"):
             self._record(run, task, ctx.now, report, _watermark(task, control, report, ctx.now, self.settings))
         return report
 
@@ -460,7 +477,7 @@ class ConsolidationEngine:
     def _mark_unmarked(self, run: Run) -> None:
         """Before a whole-graph run, give the memories another program wrote a change marker, so the tasks'
         watermarks cover them from now on (a dry run writes nothing: its tasks count them as changed)."""
-        if run.dry_run or run.scope:
+        if run.dry_run or run.partial:
             return
         try:
             marked = self.stores.graph.mark_unmarked()
@@ -473,7 +490,7 @@ class ConsolidationEngine:
 
     def _drop_old_touches(self, run: Run) -> None:
         """Let go of the Touch nodes no incremental decay or forget can need any more (revisits.py)."""
-        if run.dry_run or run.scope:
+        if run.dry_run or run.partial:
             return
         try:
             self.stores.graph.drop_touches(
@@ -533,7 +550,7 @@ class ConsolidationEngine:
 
     def _state_counts(self, run: Run) -> dict[str, Any]:
         """After a real whole-graph run: how many memories are in each state (the trends are drawn from them)."""
-        if run.dry_run or run.scope:
+        if run.dry_run or run.partial:
             return {}
         try:
             return {"counts": InspectionStore(self.stores.graph.falkor).state_counts()}
@@ -590,7 +607,7 @@ def _watermark(task: str, control: dict[str, Any], report: dict[str, Any], ran_a
 
 # The fields of a run as every answer shows it (GET /consolidate/runs/<id>, POST /consolidate with wait, the
 # CLI, status's current run): one shape, a field not set yet is null.
-RUN_FIELDS = ("graph", "state", "tasks", "dry_run", "trigger", "scope", "full", "started_at", "queued_at",
+RUN_FIELDS = ("graph", "state", "tasks", "dry_run", "trigger", "scope", "full", "as_of", "started_at", "queued_at",
               "finished_at", "cancel_requested_at", "holder", "current_task", "progress", "counts", "error", "result")
 
 

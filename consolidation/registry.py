@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from datetime import datetime
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -29,7 +30,7 @@ class Runner(Protocol):
     """What the API asks of a graph's runs: begin one, wait for it, or let it go on alone."""
 
     def start(self, tasks: Sequence[str], dry_run: bool, trigger: str, scope: dict[str, str] | None,
-              full: bool, incremental: bool) -> Run: ...
+              full: bool, incremental: bool, as_of: datetime | None = None) -> Run: ...
 
     def wait(self, run: Run) -> dict[str, Any]:
         """The finished run's record (GET /consolidate/runs/<id>'s shape)."""

@@ -99,10 +99,10 @@ class RemoteService:
         return _totals(merged, dry_run=dry_run, skip_bad_lines=True)
 
     def consolidate(self, tasks: list[str] | None, dry_run: bool, progress: Callable[[dict], None],
-                    full_pass: bool = False, incremental: bool = False) -> dict[str, Any]:
+                    full_pass: bool = False, incremental: bool = False, as_of: str | None = None) -> dict[str, Any]:
         """Start a run (202) and follow it until it ends; the run's record is the result."""
         body: dict[str, Any] = {"dry_run": dry_run, "trigger": "cli", **({"full": True} if full_pass else {}),
-                                **({"incremental": True} if incremental else {})}
+                                **({"incremental": True} if incremental else {}), **({"as_of": as_of} if as_of else {})}
         if tasks:
             body["task"] = tasks[0]
         started = self._json("POST", "/consolidate", json=body)

@@ -10,6 +10,7 @@ import numpy as np
 from .errors import Forbidden, InvalidInput
 
 MAX_VALUE_CHARS = 256
+TIME_CHARS = 19  # "2026-06-01T12:00:00": times compared to the second, as text (ISO-8601 in UTC orders as time)
 Scope = Mapping[str, Any]  # a value for each scope property: one scope (a scoped token is bound to one)
 
 
@@ -18,9 +19,12 @@ class Scoping:
     `only`, when set, limits every read to the one scope with those values (None: without the property), for a
     run of one scope."""
 
-    def __init__(self, properties: Sequence[str] = (), only: Mapping[str, str | None] | None = None):
+    def __init__(self, properties: Sequence[str] = (), only: Mapping[str, str | None] | None = None,
+                 until: str | None = None):
         self.properties = tuple(properties)
         self.only = dict(only) if only else None
+        # A run as of a time reads only the memories stored by then (their timestamp, UTC, to the second).
+        self.until = until
 
     def within(self, values: Any) -> Scoping:
         """This scoping limited to one scope, named by a value for every scope property."""
@@ -36,18 +40,26 @@ class Scoping:
                 check_scope_value(name, value)
             except InvalidInput as exc:  # the caller's field is the scope (a memory's user_id is another)
                 raise InvalidInput("scope", f"{name} {exc.reason}") from None
-        return Scoping(self.properties, values)
+        return Scoping(self.properties, values, self.until)
+
+    def stored_by(self, moment: str) -> Scoping:
+        """This scoping limited to the memories stored by `moment` (ISO-8601 UTC): a run as of that time."""
+        return Scoping(self.properties, self.only, moment[:TIME_CHARS])
 
     def where(self, node: str = "m") -> str:
         """A Cypher condition true for the nodes in the limited scope (always true when not limited)."""
-        if not self.only:
-            return "true"
-        # Absent as key_expression reads it (a missing value and an empty one are one scope).
-        return " AND ".join(f"{node}.{name} = $scope_{name}" if self.only[name] is not None
-                            else f"coalesce({node}.{name}, '') = ''" for name in self.properties)
+        conditions = []
+        if self.only:
+            # Absent as key_expression reads it (a missing value and an empty one are one scope).
+            conditions += [f"{node}.{name} = $scope_{name}" if self.only[name] is not None
+                           else f"coalesce({node}.{name}, '') = ''" for name in self.properties]
+        if self.until is not None:
+            conditions.append(f"left(coalesce({node}.timestamp, ''), {TIME_CHARS}) <= $scope_until")
+        return " AND ".join(conditions) or "true"
 
     def params(self) -> dict[str, str]:
-        return {f"scope_{name}": value for name, value in (self.only or {}).items() if value is not None}
+        given = {f"scope_{name}": value for name, value in (self.only or {}).items() if value is not None}
+        return {**given, "scope_until": self.until} if self.until is not None else given
 
     def key_expression(self, node: str = "m") -> str:
         """A Cypher expression giving the node's scope as one string; equal strings mean the same scope.

@@ -65,7 +65,8 @@ def test_request_models_are_the_ones_the_routes_validate(client):
         return schemas[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
 
     consolidate = body_schema("/consolidate")
-    assert set(consolidate["properties"]) == {"task", "mode", "dry_run", "full", "incremental", "wait", "scope", "trigger"}
+    assert set(consolidate["properties"]) == {"task", "mode", "dry_run", "full", "incremental", "wait", "scope", "trigger",
+                                                "as_of"}
     assert consolidate["additionalProperties"] is False
     assert document["paths"]["/consolidate"]["post"]["requestBody"]["required"] is False
     # A deleted memory is gone, not missing: its 410 names its state and until when it can be restored.

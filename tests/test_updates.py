@@ -294,4 +294,4 @@ def test_supersessions_carry_the_pair_newer_first():
     m = Memories()
     old = m.add("The support hotline number is 555-0100.", unit_at(1.0, 0, 1))
     new = m.add("The support hotline number is 555-0199.", unit_at(0.9, 0, 1))
-    assert m.updates().supersessions == [Supersession(new, old, 0.75, m.updates().supersessions[0].reason)]
+    assert m.updates().supersessions == [Supersession(new, old, 0.75, m.updates().supersessions[0].reason, "swap")]

@@ -13,7 +13,7 @@ from ..dashboard import blueprint as dashboard
 from ..logs import configure_logging
 from ..service import Services, build_services
 from ..settings import Settings, load_settings
-from . import consolidate, docs, entities, errors, health, inspection, memories, metrics, recall
+from . import consolidate, docs, entities, errors, health, inspection, memories, metrics, proposals, recall
 from .strict_request import StrictRequest, refuse_unreadable_head
 
 REQUEST_SWITCH_SECONDS = 0.001  # how long a thread runs before one waiting for the GIL gets it
@@ -34,8 +34,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     app.json.sort_keys = False
     app.extensions["consolidation"] = services
     errors.register(app)
-    for blueprint in (consolidate.blueprint, inspection.blueprint, entities.blueprint, memories.blueprint,
-                      recall.blueprint,
+    for blueprint in (consolidate.blueprint, inspection.blueprint, proposals.blueprint, entities.blueprint,
+                      memories.blueprint, recall.blueprint,
                       health.blueprint, metrics.blueprint, docs.blueprint, dashboard):
         app.register_blueprint(blueprint)
     app.after_request(metrics.count_request)

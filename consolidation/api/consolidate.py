@@ -46,13 +46,13 @@ def consolidate(json: ConsolidateRequest):
     # The body is validated before the run is begun (the lease taken, or the run queued for a worker): a
     # refused request never holds the lease.
     runner = graph().runner
-    run = runner.start(json.tasks, json.dry_run, json.trigger, json.scope, json.full, json.incremental)
+    run = runner.start(json.tasks, json.dry_run, json.trigger, json.scope, json.full, json.incremental, json.moment)
     if json.wait:
         return jsonify(runner.wait(run)), 200
     state = runner.detach(run)
     return jsonify({
         "run_id": run.id, "graph": run.graph, "state": state, "tasks": run.tasks, "dry_run": json.dry_run,
-        **({"scope": run.scope} if run.scope else {}),
+        **({"scope": run.scope} if run.scope else {}), **({"as_of": json.as_of} if json.as_of else {}),
         "status_url": url_for("consolidate.run_status", run_id=run.id),
         # Following the run needs the same graph: the status URL is the graph's, named in the same header.
     }), 202

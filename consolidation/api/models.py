@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, RootModel, ValidationInfo, field_validator,
@@ -10,6 +11,7 @@ from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, RootModel, 
 from ..memory import Fraction
 from .. import DEFAULT_TASKS
 from ..settings import TASK_NAMES
+from ..timeutil import parse_iso
 
 ALL_TASKS = ("full", "all")
 TaskChoice = Literal[TASK_NAMES + ALL_TASKS]
@@ -43,12 +45,34 @@ class ConsolidateRequest(Strict):
         None, description="run one scope alone: a value for each of CONSOLIDATION_SCOPE_PROPERTIES, e.g. "
                           '{"user_id": "u-17"} (null: the memories without that property); the schedule '
                           "(last_<task>) is left to whole-graph runs")
+    as_of: str | None = Field(
+        None, max_length=64, description="an ISO-8601 time, not later than now: compute the run as of then (decay, "
+                                         "holds, dwell and forgetting take it as now; memories stored after it "
+                                         "are not read); every task a full pass, and the schedule (last_<task>) "
+                                         "left to runs at the present time")
 
     @model_validator(mode="after")
     def _one_pass(self) -> ConsolidateRequest:
         if self.incremental and (self.full or not self.dry_run):
             raise ValueError("incremental previews the next pass: it goes with dry_run=true, without full")
+        if self.incremental and self.as_of:
+            raise ValueError("as_of reads every memory stored by then: it goes without incremental")
         return self
+
+    @field_validator("as_of")
+    @classmethod
+    def _a_time(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                parse_iso(value)
+            except ValueError:
+                raise ValueError("must be an ISO-8601 time such as 2023-05-08T13:56:00+00:00") from None
+        return value
+
+    @property
+    def moment(self) -> datetime | None:
+        """as_of as a time (UTC), or None."""
+        return parse_iso(self.as_of) if self.as_of else None
 
     @field_validator("mode")
     @classmethod
@@ -201,6 +225,7 @@ class RunStarted(BaseModel):
     tasks: list[str]
     dry_run: bool
     scope: dict[str, str | None] | None = None
+    as_of: str | None = None
     status_url: str = Field(description="GET it to follow the run")
 
 
@@ -243,6 +268,7 @@ class RunRecord(BaseModel):
                           "GET /consolidate/runs/<id>/report, paged)")
     error: str | None = None
     scope: dict[str, str | None] | None = Field(None, description="the one scope the run was limited to")
+    as_of: str | None = Field(None, description="the time the run was computed as of (none: when it ran)")
 
 
 class HistoryEntry(BaseModel):

@@ -47,6 +47,10 @@ class Supersession:
     older: str
     confidence: float
     reason: str
+    # Which rule found it (replacement.py weighs its evidence by it): a change naming the old value (changes.py),
+    # or updates.py's value swapped in one frame, denial turned around, ending of what the older holds, or the
+    # closest statement of the subject a change singles out.
+    rule: str = "named"
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@ their words, with thresholds calibrated for the vector space the similarities co
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -27,10 +28,16 @@ class Thresholds:
     per_added_share: float
     swapped: float
     grey_margin: float = 0.03
+    # Two statements of one named subject this similar state one fact whatever details one adds (a person's
+    # "is considering a career in counseling to help others" / "..., particularly working with trans people"),
+    # if nothing conflicts and neither is an event told at another time (restates() in merges.py): infinite
+    # where no value is known for the vector space.
+    restated: float = math.inf
 
     def describe(self) -> dict[str, float]:
         return {"same_fact": self.same_fact, "per_added_term": self.per_added_term,
-                "per_added_share": self.per_added_share, "swapped": self.swapped, "grey_margin": self.grey_margin}
+                "per_added_share": self.per_added_share, "swapped": self.swapped, "grey_margin": self.grey_margin,
+                **({"restated": self.restated} if math.isfinite(self.restated) else {})}
 
     def needed(self, evidence: Evidence) -> float:
         added = max(len(evidence.only_first), len(evidence.only_second))
@@ -41,7 +48,7 @@ class Thresholds:
 # Calibrated by `consolidation calibrate` on the public labelled pairs (MRPC train, STS-B train; docs/quality.md):
 # for all-MiniLM-L6-v2 vectors (what a client's model is taken to be unless settings say otherwise), and for the
 # built-in embedder's (found by the vectors themselves: see tasks/dedup.py).
-CLIENT_THRESHOLDS = Thresholds(0.75, 0.06, 0.1, 0.95)
+CLIENT_THRESHOLDS = Thresholds(0.75, 0.06, 0.1, 0.95, restated=0.9)
 BUILT_IN_THRESHOLDS = Thresholds(0.82, 0.0, 0.4, 0.0)
 
 

@@ -25,14 +25,19 @@ from ..slices import columns_of, joined, slices
 from ..timeutil import epoch_or_nan
 from .candidate import Candidate
 from .facts import NOT
-from .judge import Thresholds, Verdict, decide
+from .clauses import read_clause
+from .evidence import weigh
+from .judge import MIN_SHARED_TERMS, Thresholds, Verdict, announces, decide
 from .model_judge import GreyPair
 from .reading import read
+from .replacement import is_state, same_named_subject, subjects_differ
 
 # Memories with one fact key are compared directly only in groups this small (a larger group of word-for-word
 # restatements is left to the neighbour graph: its pairs are close anyway).
 SAME_FACT_GROUP_LIMIT = 50
 KEY_SLACK = 2
+CONTRASTS = frozenset("but while whereas although though however yet".split())
+SAME_TIME_SECONDS = 3600.0  # statements made this close are told at one time (one conversation)
 SIFT_SLICE = 1 << 18  # similar pairs sifted at once (_sifted)
 
 
@@ -66,7 +71,13 @@ class PairJudge:
         found = None
         for first in (a.content, *a.merged_texts):
             for second in (b.content, *b.merged_texts):
+                if subjects_differ(first, second):
+                    return Verdict(False, lambda: "kept apart: said by or about different people", math.nan)
                 verdict = self.texts(first, second, similarity, thresholds)
+                if not verdict.same and restates(first, second, similarity, thresholds, a.created, b.created):
+                    verdict = Verdict(True, lambda: f"one fact restated by {' '.join(same_named_subject(first, second))}"
+                                                    f": similarity {similarity:.3f} >= {thresholds.restated:.3f}, "
+                                                    "no conflicting value", thresholds.restated)
                 if not verdict.same:
                     return verdict
                 found = found or verdict
@@ -101,6 +112,25 @@ class Judged:
     merges: list[Merge]
     kept_apart: Pairs
     grey: list[GreyPair]
+
+
+def restates(first: str, second: str, similarity: float, thresholds: Thresholds, first_created: float,
+             second_created: float) -> bool:
+    """Whether two texts restate one fact of one named subject (Thresholds.restated): that similar, nothing in
+    them conflicting, and each a state of the subject, or both told at one time (two events told at different
+    times may be two events: "attended a pride parade last week", a month apart)."""
+    if similarity < thresholds.restated or not same_named_subject(first, second):
+        return False
+    if any(CONTRASTS.intersection(read_clause(text).words) for text in (first, second)):
+        return False  # "... is the only bank left to sell, but the state still holds stakes": two facts
+    one, other = read(first), read(second)
+    if announces(one) != announces(other):
+        return False
+    evidence = weigh(one, other)
+    if evidence.conflicts or len(evidence.shared) < MIN_SHARED_TERMS:
+        return False
+    together = abs(first_created - second_created) <= SAME_TIME_SECONDS
+    return together or is_state(read_clause(first)) and is_state(read_clause(second))
 
 
 def duplicate_groups(candidates: Sequence[Candidate], rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray,

@@ -23,7 +23,7 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -35,6 +35,7 @@ from .lexicon import NEGATIVE_VERBS
 from .model_judge import GreyPair
 from .facts import CHANGE, NOT, PREFER, read_fact
 from .reading import LABEL_WORDS, UNITS
+from .replacement import CLOSEST, ENDING, FLIP, SWAP, proposed, shortfall, unrelated
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +93,12 @@ NOTHING_SETTLED = Settled({}, lambda older, newer: "")
 
 @dataclass
 class PlainUpdates:
-    """What the plain-word rules found: the supersessions, and the grey pairs a model may settle."""
+    """What the plain-word rules found: the supersessions whose evidence carries them (replacement.py), those
+    proposed for review instead, and the grey pairs a model may settle."""
 
     supersessions: list[Supersession]
     grey: list[GreyPair]
+    proposals: list[Supersession] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +304,16 @@ class Current:
             found.update(self.by_word.get(_spelling(word), {}))
         return self._before(newer, found)
 
+    def concurrent(self, newer: Statement) -> int:
+        """How many current statements before `newer` have its verb, when some of them were stated together
+        (within SEQUENCE_GAP_SECONDS: values of its frame held at once); values stated one after another are
+        successive values of one attribute, and count as one."""
+        place = self.place[newer.id]
+        times = sorted(self.times[at] for at in np.flatnonzero(self.live[:place]).tolist()
+                       if self.members[at].clause.verb == newer.clause.verb)
+        together = any(b - a < SEQUENCE_GAP_SECONDS for a, b in zip(times, times[1:]))
+        return len(times) if together else min(len(times), 1)
+
     def denying(self, newer: Statement) -> list[Statement]:
         """The denials and endings that deny one of newer's words, in time order."""
         found: dict[str, Statement] = {}
@@ -349,16 +362,38 @@ def _sweep(members: list[Statement], sweep: Sweep, found: PlainUpdates) -> None:
                 current.remove(older)
         else:
             history = History(members, place, sweep.restated, last_by_key, last_by_frame)
-            for older, reason in _replaced(newer, current, history, listed, sweep, found.grey):
-                found.supersessions.append(Supersession(newer.id, older.id, 0.75, reason))
-                current.remove(older.id)
+            applied, short = _weighed(newer, _replaced(newer, current, history, listed, sweep, found.grey),
+                                      current, sweep.vectors)
+            found.supersessions += applied
+            found.proposals += short
+            for supersession in applied:
+                current.remove(supersession.older)
         if newer.id not in elsewhere:
             current.add(newer)
 
 
+def _weighed(newer: Statement, replaced: list[tuple[Statement, str, str]], current: Current,
+             similarity: Vectors) -> tuple[list[Supersession], list[Supersession]]:
+    """The replacements found for `newer`, split by their evidence (replacement.py): those applied, and those
+    proposed for review (an older statement proposed stays current); a newer replacing several unrelated
+    statements replaces none of them."""
+    applied, short = [], []
+    for older, reason, rule in replaced:
+        found = Supersession(newer.id, older.id, 0.75, reason, rule)
+        why = shortfall(rule, newer.candidate.content, older.candidate.content, current.concurrent(newer))
+        if why is None:
+            applied.append((older, found))
+        elif why:
+            short.append(proposed(found, why))
+    if len(applied) > 1 and unrelated([o.candidate for o, _ in applied], similarity):
+        short += [proposed(s, f"one memory would replace {len(applied)} unrelated ones") for _, s in applied]
+        applied = []
+    return [s for _, s in applied], short
+
+
 def _replaced(newer: Statement, current: Current, history: History, listed: set, sweep: Sweep,
-              grey: list[GreyPair]) -> list[tuple[Statement, str]]:
-    """The earlier statements this one replaces, with the reason."""
+              grey: list[GreyPair]) -> list[tuple[Statement, str, str]]:
+    """The earlier statements this one replaces, with the reason and the rule that found each."""
     clause = newer.clause
     similarity = sweep.vectors
     margins = sweep.built_in if newer.candidate.built_in else sweep.client
@@ -376,7 +411,7 @@ def _replaced(newer: Statement, current: Current, history: History, listed: set,
                 swapped.append((older, f"states another value of what the older memory states of "
                                        f"{clause.subject_written} ({older.clause.spelled([old])} -> "
                                        f"{clause.spelled([new])}){judged}; similarity "
-                                       f"{similarity(newer.candidate, older.candidate):.3f}"))
+                                       f"{similarity(newer.candidate, older.candidate):.3f}", SWAP))
             elif said is None:
                 grey.append(GreyPair(older.candidate.content, newer.candidate.content,
                                      similarity(newer.candidate, older.candidate), False))
@@ -389,7 +424,7 @@ def _replaced(newer: Statement, current: Current, history: History, listed: set,
     if flipped:
         return [(o, f"affirms what the older memory denied of {clause.subject_written} "
                     f"({o.clause.spelled(_shared(clause, o.clause.denied or o.clause.ended))}); "
-                    f"similarity {similarity(newer.candidate, o.candidate):.3f}") for o in flipped]
+                    f"similarity {similarity(newer.candidate, o.candidate):.3f}", FLIP) for o in flipped]
     if plain:
         return []
     return _changed(newer, current, history, similarity, margins, sweep.client)
@@ -414,7 +449,7 @@ def _stated_again(older: Statement, newer: Statement, history: History) -> bool:
 
 
 def _changed(newer: Statement, current: Current, history: History, similarity: Vectors, margins: Margins,
-             client: Margins) -> list[tuple[Statement, str]]:
+             client: Margins) -> list[tuple[Statement, str, str]]:
     """The statement a change or ending replaces: one holding what it says ended, else the one the vectors
     single out among the subject's statements, if it is one the change can replace (eligible: _may_change, and
     not stated again after it). A change naming its old value ("from X", "instead of X") looks only at the
@@ -429,7 +464,7 @@ def _changed(newer: Statement, current: Current, history: History, similarity: V
                     and eligible(o) and similarity(newer.candidate, o.candidate) >= margins.least]
         if anchored:
             return [(o, _reason(newer, o, similarity,
-                                f"it holds what ends ({o.clause.spelled(_shared(o.clause, clause.ended))})"))
+                                f"it holds what ends ({o.clause.spelled(_shared(o.clause, clause.ended))})"), ENDING)
                     for o in anchored]
     places, scores = current.scored(newer)
     named = frozenset() if clause.ending else _old_values(newer.candidate)
@@ -461,7 +496,7 @@ def _changed(newer: Statement, current: Current, history: History, similarity: V
                 close[-1].created - close[-2].created < SEQUENCE_GAP_SECONDS:
             return []
         best = close[-1]
-    return [(best, _reason(newer, best, similarity, "the closest statement of its subject"))]
+    return [(best, _reason(newer, best, similarity, "the closest statement of its subject"), CLOSEST)]
 
 
 def _corroborated(change: Clause, older: Clause) -> bool:

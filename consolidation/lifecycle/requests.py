@@ -24,6 +24,7 @@ from ..stores.audit import AuditLog
 from ..stores.requests import RequestRecords
 from ..stores.vectors import VectorPoint, payload_of
 from ..timeutil import to_iso
+from .proposals import Proposals
 from .purge import Purges
 from .service import Lifecycle, decode_vector
 from .states import ACTIVE, DELETED, check, state_of
@@ -59,6 +60,7 @@ class Requests:
         self.records = RequestRecords(self.graph.falkor)
         self.audit = AuditLog(self.graph.falkor)
         self.purges = Purges(lifecycle, embedder, refresh_summaries, clock, record_key)
+        self.proposals = Proposals(lifecycle, refresh_summaries, clock)
 
     # --- supersede -----------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from .authors import AUTOMEM_SUMMARY_LABEL, RUN_LABEL, is_ours, mark
 from .report_pages import PAGE_LABEL
 from .control import control_node
 from .fact_terms import INDEXES as FACT_TERMS_INDEXES, LEGACY_INDEXES, SET_TERMS
+from .proposals import INDEXES as PROPOSAL_INDEXES
 from ..slices import joined_columns
 from .falkor import Falkor, booleans, floats, typed
 
@@ -75,7 +76,7 @@ INDEXES = (("Memory", "id"), ("Memory", CHANGE), *FACT_TERMS_INDEXES, ("RequestR
            ("RequestRecord", "memory_id"), ("Tombstone", "memory_id"), ("Tombstone", CHANGE), (RUN_LABEL, "id"),
            ("MergeRecord", "id"), ("MergeRecord", "duplicate_id"), ("MergeRecord", "group_id"),
            ("JudgeVerdict", "key"), ("Entity", "id"),
-           ("EntityMerge", "id"), ("EntityMerge", "alias_id"), (PAGE_LABEL, "run_id"))
+           ("EntityMerge", "id"), ("EntityMerge", "alias_id"), (PAGE_LABEL, "run_id"), *PROPOSAL_INDEXES)
 
 # A new memory is written with the fact terms dedup stores (hygiene.text_terms), stamped as of its change number
 # as dedup stamps them, so no dedup pass has to store them afterwards; rows are {memory, terms, anchors, least}.
@@ -131,6 +132,10 @@ class GraphStore:
     def within(self, scope: dict[str, str]) -> GraphStore:
         """This store with every task read limited to one scope (a run of one scope)."""
         return GraphStore(self.falkor, self.scoping.within(scope))
+
+    def stored_by(self, moment: str) -> GraphStore:
+        """This store with every read limited to the memories stored by `moment` (a run as of a time)."""
+        return GraphStore(self.falkor, self.scoping.stored_by(moment))
 
     def ensure_schema(self) -> None:
         """Create the indexes the queries rely on, if missing, and drop those older versions made, if there; the

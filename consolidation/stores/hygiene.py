@@ -87,6 +87,10 @@ class HygieneStore:
         """This store with its inputs limited to one scope (a run of one scope)."""
         return HygieneStore(self.falkor, self.scoping.within(scope))
 
+    def stored_by(self, moment: str) -> HygieneStore:
+        """This store with every read limited to the memories stored by `moment` (a run as of a time)."""
+        return HygieneStore(self.falkor, self.scoping.stored_by(moment))
+
     # --- reading -----------------------------------------------------------------------------------------------
 
     def inputs(self) -> HygieneInputs:

@@ -18,12 +18,14 @@ from ..hygiene.changes import Contradiction, Supersession, changes_over_time, si
 from ..hygiene.facts import read_fact
 from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds
 from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, with_same_facts
+from ..hygiene.replacement import proposed, shortfall
 from ..hygiene.model_judge import REPLACES, SAME_FACT, GreyPair, Question, model_judge_from, pair_key
 from ..hygiene.terms import TERMS_VERSION, stored_terms, terms_stamp
 from ..hygiene.updates import Settled, Vectors, plain_updates, statement_groups, subjects_concerned
 from ..lifecycle.merging import merge
 from ..similarity import Pairs, normalized
 from ..stores.hygiene import HygieneInputs
+from ..stores.proposals import SUPERSESSION, ProposalStore
 from ..stores.verdicts import VerdictCache
 from ..timeutil import to_iso
 from .context import TaskContext, positions_in
@@ -72,19 +74,20 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
         active = after_merges(candidates, merges)
         vectors = Vectors(unit, {c.id: index for index, c in enumerate(candidates)})
         supersessions, contradictions = changes_of(active, vectors)
-        supersessions, asked_plain = with_plain_updates(ctx, statement_groups(active, subjects_concerned(active)),
-                                                        vectors, supersessions, contradictions,
-                                                        restated_times(candidates, merges), dry_run)
+        supersessions, proposals, asked_plain = with_plain_updates(
+            ctx, active, statement_groups(active, subjects_concerned(active)), vectors, supersessions, contradictions,
+            restated_times(candidates, merges), dry_run)
         for written in writes:
             written.result()  # raises what the write raised; the merges are in before links are read
         supersessions, contradictions = new_links(ctx, supersessions, contradictions)
         contradictions, left_out = bounded(ctx, contradictions)
         if not dry_run:
             write_links(ctx, supersessions, contradictions, {c.id: c.created for c in candidates})
+        proposals = propose(ctx, proposals, dry_run)
     ctx.progress(len(ids), len(ids))
     report = report_of(ctx, len(ids), similar, merges, supersessions, contradictions, (kept_apart, apart_total),
                        candidates, len(completed), judge)
-    return {**report, **asked, **asked_plain, "contradictions_left_out": left_out}
+    return {**report, **asked, **asked_plain, **proposals, "contradictions_left_out": left_out}
 
 
 def pair_judge(settings) -> PairJudge:
@@ -153,23 +156,43 @@ def changes_of(active: list[Candidate], vectors: Vectors) -> tuple[list[Superses
     return supersessions, contradictions + simultaneous_conflicts(active, vectors)
 
 
-def with_plain_updates(ctx: TaskContext, groups: dict, vectors: Vectors, supersessions: list[Supersession],
-                       contradictions: list[Contradiction], restated: dict[str, float],
-                       dry_run: bool) -> tuple[list[Supersession], dict[str, Any]]:
+def with_plain_updates(ctx: TaskContext, active: Sequence[Candidate], groups: dict, vectors: Vectors,
+                       supersessions: list[Supersession], contradictions: list[Contradiction],
+                       restated: dict[str, float], dry_run: bool) -> tuple[list[Supersession], list[Supersession], dict[str, Any]]:
     """changes.py's supersessions and those stated in plain words (hygiene/updates.py) among the statements of
     `groups`, which follow the supersessions already written into or out of them; grey pairs go to the model
-    judge when one is set up (asked once, then the rules run again with its verdicts). Returns them and what
-    the model was asked, for the report."""
+    judge when one is set up (asked once, then the rules run again with its verdicts). Returns the supersessions
+    to apply, those proposed for review (their evidence falls short: hygiene/replacement.py) and what the model
+    was asked, for the report."""
+    supersessions, proposals = weighed_changes(supersessions, active)
     members = sorted({s.id for group in groups.values() for s in group})
     decided = [(s.newer, s.older) for s in supersessions] + ctx.hygiene.supersessions_among(members)
     found = plain_updates(groups, vectors, decided, restated)
     asked = ask_model(ctx, found.grey, REPLACES, "supersession_model_judge", dry_run)
-    if asked is None:
-        return supersessions + apart_from(found.supersessions, contradictions), {}
-    settled, report = asked
-    if settled.verdicts:
-        found = plain_updates(groups, vectors, decided, restated, settled)
-    return supersessions + apart_from(found.supersessions, contradictions), report
+    report = {}
+    if asked is not None:
+        settled, report = asked
+        if settled.verdicts:
+            found = plain_updates(groups, vectors, decided, restated, settled)
+    return (supersessions + apart_from(found.supersessions, contradictions),
+            proposals + apart_from(found.proposals, contradictions), report)
+
+
+def weighed_changes(supersessions: list[Supersession], active: Sequence[Candidate]
+                    ) -> tuple[list[Supersession], list[Supersession]]:
+    """changes.py's supersessions (each a change naming the value it replaces) split by what their texts allow
+    (hygiene/replacement.py): applied, or proposed for review."""
+    wanted = {i for s in supersessions for i in (s.newer, s.older)}
+    texts = {c.id: c.content for c in active if c.id in wanted} if wanted else {}
+    applied, proposals = [], []
+    for found in supersessions:
+        why = shortfall(found.rule, texts.get(found.newer, ""), texts.get(found.older, ""), 0) \
+            if found.newer in texts and found.older in texts else None
+        if why is None:
+            applied.append(found)
+        elif why:
+            proposals.append(proposed(found, why))
+    return applied, proposals
 
 
 def restated_times(candidates: Sequence[Candidate], merges: Sequence[Merge]) -> dict[str, float]:
@@ -237,6 +260,15 @@ def new_links(ctx: TaskContext, supersessions: list[Supersession],
     taken = linked | superseding  # once: a set rebuilt per contradiction made a rerun quadratic
     return ([s for s in supersessions if frozenset((s.newer, s.older)) not in linked],
             [c for c in contradictions if frozenset((c.a, c.b)) not in taken])
+
+
+def propose(ctx: TaskContext, proposals: list[Supersession], dry_run: bool) -> dict[str, Any]:
+    """The supersessions whose evidence falls short, recorded for review (once: a pair proposed, accepted or
+    rejected before is left as it is); the report's part about them."""
+    rows = [{"newer": s.newer, "older": s.older, "reason": s.reason, "rule": s.rule} for s in proposals]
+    made = 0 if dry_run or not rows else ProposalStore(ctx.graph.falkor).propose(SUPERSESSION, rows, to_iso(ctx.now))
+    limit = ctx.settings.consolidation_report_limit
+    return {"proposals": rows[:limit], "proposals_total": len(rows), "proposals_new": made}
 
 
 def bounded(ctx: TaskContext, contradictions: list[Contradiction]) -> tuple[list[Contradiction], int]:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
@@ -78,6 +78,7 @@ class Verdicts:
     contradictions: list[Contradiction]
     similar_pairs: int
     asked: dict[str, Any]  # what the model judge was asked, when one is set up
+    proposals: list[Supersession] = field(default_factory=list)  # supersessions proposed for review
 
 
 @dataclass(frozen=True)
@@ -104,6 +105,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     v.contradictions, left_out = dedup.bounded(ctx, v.contradictions)
     if not dry_run:
         dedup.write_links(ctx, v.supersessions, v.contradictions, {c.id: c.created for c in v.candidates})
+    v.asked.update(dedup.propose(ctx, v.proposals, dry_run))
+    if not dry_run:
         dedup.store_terms(ctx, v.candidates, np.array([region.read_changes[c.id] for c in v.candidates]),
                           [region.stamps[c.id] for c in v.candidates])
     ctx.progress(len(region.ids), len(region.ids))
@@ -139,11 +142,11 @@ def _judge(ctx: TaskContext, region: Region, dry_run: bool) -> Verdicts:
     vectors = Vectors(region.unit, region.position)
     supersessions, contradictions = changes_over_time(active, vectors, only=judged)
     contradictions += simultaneous_conflicts(active, vectors)
-    supersessions, asked_plain = dedup.with_plain_updates(ctx, statement_groups(active, subjects), vectors,
-                                                          supersessions, contradictions,
-                                                          dedup.restated_times(candidates, merges), dry_run)
+    supersessions, proposals, asked_plain = dedup.with_plain_updates(
+        ctx, active, statement_groups(active, subjects), vectors, supersessions, contradictions,
+        dedup.restated_times(candidates, merges), dry_run)
     return Verdicts(grouped, region.judge, candidates, merges, kept_apart, supersessions, contradictions,
-                    int(pairs.rows.size), {**asked, **asked_plain})
+                    int(pairs.rows.size), {**asked, **asked_plain}, proposals)
 
 
 # --- the region ---------------------------------------------------------------------------------------------

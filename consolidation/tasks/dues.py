@@ -38,9 +38,9 @@ def worth_seeking(asked: int, memories: int) -> bool:
 
 
 def keep_dues(ctx: TaskContext, task: str, lookup: Lookup | None, node_ids: np.ndarray, due: np.ndarray) -> None:
-    """After a real whole-graph pass: the due times it found (for every memory, or for those it read)."""
-    if ctx.graph.scoping.only:  # one scope's pass: the other memories' times would be lost
-        return
+    """After a real whole-graph pass at the time it runs: the due times it found (for every memory, or for those it read)."""
+    if ctx.graph.scoping.only or ctx.graph.scoping.until:  # one scope's pass, or one as of a time: the other
+        return  # memories' times would be lost, and the times kept are as of the run's time
     if lookup is None:
         ctx.dues[task] = Dues.kept(node_ids, due, ctx.change_counter, ctx.now)
     else:

@@ -25,8 +25,9 @@ class InlineRuns:
     def __init__(self, engine: ConsolidationEngine):
         self.engine = engine
 
-    def start(self, tasks, dry_run, trigger, scope, full, incremental) -> Run:
-        return self.engine.begin(tasks, dry_run, trigger=trigger, scope=scope, full=full, incremental=incremental)
+    def start(self, tasks, dry_run, trigger, scope, full, incremental, as_of=None) -> Run:
+        return self.engine.begin(tasks, dry_run, trigger=trigger, scope=scope, full=full, incremental=incremental,
+                                 as_of=as_of)
 
     def wait(self, run: Run) -> dict[str, Any]:
         return self.engine.execute(run)
@@ -43,10 +44,10 @@ class QueuedRuns:
     def __init__(self, engine: ConsolidationEngine, queue: RunQueue):
         self.engine, self.queue = engine, queue
 
-    def start(self, tasks, dry_run, trigger, scope, full, incremental) -> Run:
+    def start(self, tasks, dry_run, trigger, scope, full, incremental, as_of=None) -> Run:
         """Queue a run; RunInProgress (409) while another runs or waits, NoWorker (503) if no worker is alive."""
         engine = self.engine
-        run = engine.plan(tasks, dry_run, trigger, scope, full, incremental)
+        run = engine.plan(tasks, dry_run, trigger, scope, full, incremental, as_of)
         engine.stores.ensure_ready()
         lease = engine.control.current_lease()
         if lease is not None:

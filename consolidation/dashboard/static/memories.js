@@ -1,6 +1,7 @@
 // Memories: one memory found and opened (its history, merges into it included; its Supersede and Forget
-// buttons come from updates.js), the relevance histogram, clusters, merges, supersessions, graph vs Qdrant drift,
-// and the archived, merged and deleted memories with their restore buttons.
+// buttons come from updates.js), the relevance histogram, clusters, merges, supersessions, the proposals to review
+// (accept or reject), graph vs Qdrant drift, and the archived, merged and deleted memories with their restore
+// buttons.
 
 import { get, post } from "./api.js";
 import { bucketLabel, drawRelevance } from "./charts.js";
@@ -178,6 +179,31 @@ const supersessionsPager = new Pager(pagerFor("supersessions"), PAGE,
     link.confidence, link.reason, when(link.detected_at),
   ], "no supersessions yet"));
 
+const proposalsPager = new Pager(pagerFor("proposals"), PAGE,
+  (limit, offset) => get("/hygiene/proposals", { limit, offset }),
+  (page) => fillRows($("proposals-table"), page.items, (proposal) => [
+    memoryCell(proposal.newer_id, proposal.newer_content),
+    memoryCell(proposal.older_id, proposal.older_content),
+    proposal.reason, when(proposal.proposed_at),
+    el("span", {},
+      el("button", { type: "button", className: "accept", text: "Accept", onclick: () => decide(proposal, "accept") }),
+      el("button", { type: "button", className: "reject", text: "Reject", onclick: () => decide(proposal, "reject") })),
+  ], "nothing to review"));
+
+/** Accept (the older memory is superseded) or reject (both stay) one proposal. */
+async function decide(proposal, verdict) {
+  const what = verdict === "accept" ? "Accept: the older memory is superseded and leaves recall"
+    : "Reject: both memories stay as they are";
+  if (!window.confirm(`${what}?`)) return;
+  try {
+    const answer = await post(`/hygiene/proposals/${encodeURIComponent(proposal.id)}/${verdict}`);
+    $("proposal-message").textContent = `Proposal ${shortId(answer.id)} ${answer.state}.`;
+    onRestored();
+  } catch (error) {
+    notify(`Could not ${verdict} the proposal: ${error.message}`, true);
+  }
+}
+
 /** The restorable lists' text filter, as query parameters (none while the box is empty). */
 function restorableText() {
   const text = $("restorable-q").value.trim();
@@ -218,6 +244,6 @@ async function restore(memory) {
 
 /** Every list on this side, each at its current page. */
 export function loadLists() {
-  return Promise.all([clustersPager.load(), mergesPager.load(), supersessionsPager.load(), restorablePager.load(),
-    loadRelevance()]);
+  return Promise.all([clustersPager.load(), mergesPager.load(), supersessionsPager.load(), proposalsPager.load(),
+    restorablePager.load(), loadRelevance()]);
 }
