@@ -199,6 +199,7 @@ def bounded_before(older: Clause, newer: Clause) -> bool:
     return bool(older.years) and any(w in BOUNDS for w in older.words)
 
 
+FIRST_WORD = re.compile(r"\s*([A-Z][^\W\d_]*)")
 # A dialogue turn as a memory: its speaker's name (one or two capitalised words) and a colon, then the words.
 SPEAKER = re.compile(r"^\s*([A-Z][\w'’-]*(?: [A-Z][\w'’-]*)?):\s")
 
@@ -212,11 +213,11 @@ def subjects_differ(first: str, second: str) -> bool:
     speakers = _speaker(first), _speaker(second)
     if speakers[0] and speakers[1]:
         return speakers[0] != speakers[1]
-    if read_clause(first).reported or read_clause(second).reported:
-        return False  # "IBM is pursuing ..., CELF said": who said it is not what it is about
     named = [_named_subject(text) for text in (first, second)]
     if not all(named) or named[0] & named[1]:
         return False
+    if read_clause(first).reported or read_clause(second).reported:
+        return False  # "IBM is pursuing ..., CELF said": who said it is not what it is about
     return _mentions(second, named[0]) and _mentions(first, named[1])
 
 
@@ -253,6 +254,9 @@ def same_named_subject(first: str, second: str) -> frozenset[str]:
 def _named_subject(text: str) -> frozenset[str]:
     """The subject's name words when the sentence opens with its subject's name ("Caroline is ...", "Dr Lee
     Smith works ..."), else empty ("The main office ...", "Melanie's son ...")."""
+    opening = FIRST_WORD.match(text)
+    if opening is None or english_word(opening.group(1)):
+        return frozenset()  # the usual case, told without reading the sentence: it opens with no name
     clause = read_clause(text)
     names = []
     for at, word in enumerate(clause.written):
