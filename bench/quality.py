@@ -44,13 +44,14 @@ import update_cases  # noqa: E402
 
 from consolidation.hygiene.calibration import PairSet, Score, curve, fit  # noqa: E402
 from consolidation.hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds  # noqa: E402
+from consolidation.episodes import episode_links  # noqa: E402
 from consolidation.rules import association_for  # noqa: E402
 from consolidation.service import build_services  # noqa: E402
 from consolidation.settings import Settings  # noqa: E402
 from consolidation.timeutil import parse_iso  # noqa: E402
 
 TOKEN = "quality-admin-token-0123456789"
-KINDS = ("explains", "shares_theme", "parallel_context")
+KINDS = ("explains", "shares_theme", "parallel_context", "same_episode")
 SPACES = ("built-in", "client MiniLM")
 # What each set must reach (issue 29): precision on equivalence sets and memory sets, 0.95 on news pairs.
 PRECISION = {"mrpc-train": 0.955, "stsb-train": 0.975, "quality_set": 0.999, "holdout": 0.999}
@@ -251,6 +252,14 @@ def creative_edges(labels: dict, unit: dict, memories: list[dict]) -> dict:
         if found:
             counts[found.kind][0] += 1
             counts[found.kind][1] += topic[a["id"]] == topic[b["id"]]
+    # same_episode: each memory's closest partner among those stated within the span (as creative draws them).
+    settings = Settings(admin_api_token=TOKEN)
+    episodes = episode_links([""] * len(memories), np.array([created[m["id"]] for m in memories]),
+                             np.stack([unit[m["id"]] for m in memories]), settings.consolidation_episode_seconds,
+                             settings.consolidation_episode_similarity)
+    for a, b in zip(episodes.first.tolist(), episodes.second.tolist()):
+        counts["same_episode"][0] += 1
+        counts["same_episode"][1] += topic[memories[a]["id"]] == topic[memories[b]["id"]]
     return {k: {"edges": n, "right": right, "precision": right / n if n else None} for k, (n, right) in counts.items()}
 
 

@@ -115,7 +115,7 @@ class MemoryService:
         self.audit = AuditLog(stores.graph.falkor)
         self.requests = Requests(lifecycle, self.checks.memory, embedder, refresh_summaries, clock,
                                  settings.record_key, settings.consolidation_tombstone_retention_days)
-        self.recall = Recall(stores.graph, stores.vectors)
+        self.recall = Recall(stores.graph, stores.vectors, settings.recall_associated_similarity)
 
     def recall_query(self, body: dict[str, Any], bound: Scope | None = None) -> RecallQuery:
         """A recall request's query, its text embedded by the built-in embedder unless it sent an embedding;
@@ -131,8 +131,10 @@ class MemoryService:
         scope = within_bound(body.get("scope"), bound, "scope")
         key = None if scope is None else self.stores.graph.scoping.within(scope).key_of(scope)
         types = tuple(body["types"]) if body.get("types") else None
+        associated = body.get("associated")
         return RecallQuery(embedding, body.get("k", 10), body.get("state", CURRENT), key, types,
-                           bool(body.get("include_summaries")))
+                           bool(body.get("include_summaries")),
+                           self.settings.recall_associated if associated is None else bool(associated))
 
     def create(self, body: Any, bound: Scope | None = None) -> dict[str, Any]:
         memory = self.checks.memory(bound_body(body, bound))

@@ -20,6 +20,9 @@ SUMMARY_TYPES = ("MetaPattern",)
 FETCH_FACTOR = 3
 MOST_FETCHED = 1000
 LONGEST_CHAIN = 64  # a chain of supersessions longer than this is cut (a cycle written by hand, say)
+# A recall of fewer than this many gives no place to an association: its places are the query's best matches.
+FEWEST_FOR_ASSOCIATED = 5
+PARTNERS_READ = 5  # a best answer's same_episode partners looked at (the first current one not answered already)
 
 
 @dataclass(frozen=True)
@@ -33,14 +36,17 @@ class RecallQuery:
     scope: str | None = None
     types: tuple[str, ...] | None = None
     summaries: bool = False
+    associated: bool = False
 
 
 class Recall:
-    """Answers recall queries from the vector store's filtered search and the graph's supersession chains."""
+    """Answers recall queries from the vector store's filtered search, the graph's supersession chains and the
+    episodes consolidation linked."""
 
-    def __init__(self, graph: GraphStore, vectors: VectorStore):
+    def __init__(self, graph: GraphStore, vectors: VectorStore, associated_similarity: float = 0.5):
         self.graph = graph
         self.vectors = vectors
+        self.associated_similarity = associated_similarity
 
     def recall(self, query: RecallQuery) -> list[dict[str, Any]]:
         unit = normalized(np.asarray(query.vector, np.float32)[None, :])[0]
@@ -50,8 +56,33 @@ class Recall:
             hits = self.vectors.search(unit, fetch, where, with_payloads=False)
             answers = self._current(hits, unit) if query.state == CURRENT else self._history(hits)
             if len(answers) >= query.k or len(hits) < fetch or fetch >= MOST_FETCHED:
-                return answers[:query.k]
+                return self._with_associated(query, unit, answers[:query.k])
             fetch = min(fetch * 4, MOST_FETCHED)
+
+    def _with_associated(self, query: RecallQuery, unit: np.ndarray, answers: list[dict[str, Any]]
+                         ) -> list[dict[str, Any]]:
+        """A full current recall whose best answer matches the query well gives its last place to what was said
+        with that answer (its closest same_episode partner, current and not answered already): the question
+        that matched one statement of an episode often needs the one beside it, which the query's words miss."""
+        if not (query.associated and query.state == CURRENT and query.k >= FEWEST_FOR_ASSOCIATED
+                and len(answers) == query.k and answers[0]["ranked_by_similarity"] >= self.associated_similarity):
+            return answers
+        best = answers[0]["id"]
+        answered = {a["id"] for a in answers} | {r for a in answers for r in a["replaces"]}
+        partners = [p for p, _ in self.graph.episode_partners(best, PARTNERS_READ) if p not in answered]
+        memories = {m["id"]: m for m in self.graph.get_memories(partners)}
+        for partner in partners:
+            memory = memories.get(partner)
+            if memory is None or _next(memory) or state_of(memory) != ACTIVE or \
+                    (query.types is not None and (memory.get("type") or "Memory") not in query.types):
+                continue
+            found, matrix = self.vectors.vectors([partner])
+            if not found:
+                continue
+            similarity = float(normalized(matrix)[0] @ unit)
+            return answers[:-1] + [{**_answer(memory, similarity), "replaces": [],
+                                    "ranked_by_similarity": round(similarity, 6), "associated_with": best}]
+        return answers
 
     def _history(self, hits: list[Hit]) -> list[dict[str, Any]]:
         memories = {m["id"]: m for m in self.graph.get_memories([h.id for h in hits])}

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from . import TASK_NAMES  # the one list of tasks, re-exported for the modules that read it here
 from .graphs import GraphSelection, parse_collections
 
-CREATIVE_KINDS = ("explains", "shares_theme", "parallel_context")
+CREATIVE_KINDS = ("explains", "shares_theme", "parallel_context", "same_episode")
 TOKEN_FILE = "admin_token"
 SCOPE_PROPERTY = re.compile(r"[a-z][a-z0-9_]{0,63}")
 # The properties a memory node has of its own: a scope property must be a name the service does not use.
@@ -147,10 +147,15 @@ class Settings(BaseModel):
         (), description="a comma-separated list of memory properties that partition memories (like "
                         "user_id,agent_id); empty for one scope")
     consolidation_creative_kinds: tuple[str, ...] = Field(
-        ("explains",),
-        description="a comma-separated list of explains, shares_theme, parallel_context (the edge kinds creative "
-                    "writes; kinds that measured below 0.9 precision are off by default)",
+        ("explains", "same_episode"),
+        description="a comma-separated list of explains, shares_theme, parallel_context, same_episode (the edge "
+                    "kinds creative writes; kinds that measured below 0.9 precision are off by default)",
     )
+    consolidation_episode_seconds: Seconds = Field(
+        3600, description="seconds >= 0: memories of one scope stated within this long of each other are one "
+                          "episode, where each is linked to its closest partner (same_episode; 0 disables)")
+    consolidation_episode_similarity: Fraction = Field(
+        0.5, description="a cosine similarity 0..1: the least a same_episode link needs")
 
     # Clustering.
     consolidation_cluster_similarity: Fraction = Field(0.75, description="a cosine similarity 0..1")
@@ -183,6 +188,13 @@ class Settings(BaseModel):
     consolidation_restore_hold_days: float = Field(
         30.0, ge=0, description="a number of days >= 0: how long no automatic run archives, deletes or merges a "
                                 "memory an administrator restored")
+
+    # Recall.
+    recall_associated: bool = Field(
+        True, description="true or false: a current recall of k >= 5 gives its last place to its best answer's "
+                          "same_episode partner (a request's \"associated\" overrides it)")
+    recall_associated_similarity: Fraction = Field(
+        0.5, description="a cosine similarity 0..1: how similar to the query the best answer must be for that")
 
     # Reports and input limits.
     consolidation_report_limit: int = Field(100, ge=1, le=100000, description="an integer >= 1")

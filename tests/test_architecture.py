@@ -22,8 +22,8 @@ LAYERS = [
     {"lifecycle"},
     {"stores", "heartbeat", "demand"},
     # Pure rules (a module of a folder above may be named here: the lifecycle's state table is one).
-    {"hygiene", "entities", "summaries", "embedding", "neighbours", "similarity", "scoring", "rules", "passes",
-     "cadence", "revisits", "scopes", "identifiers", "memory", "validation", "json_input", "other_engine",
+    {"hygiene", "entities", "summaries", "embedding", "neighbours", "similarity", "episodes", "scoring", "rules",
+     "passes", "cadence", "revisits", "scopes", "identifiers", "memory", "validation", "json_input", "other_engine",
      "lifecycle.states"},
     {"settings", "graphs", "errors", "timeutil", "logs", "heap", "slices", "__init__"},
 ]

@@ -89,7 +89,10 @@ def test_an_insight_explains_a_pattern_in_that_direction(services):
 def test_linked_pairs_and_irrelevant_memories_are_left_alone(services):
     a, b = plant_pair(services, "Context", "Preference", 0.9)
     link(services, b, a)
-    plant_pair(services, "Decision", "Decision", 0.1, relevance=0.3)  # not above 0.3: never sampled
+    # Not above 0.3: never sampled. (A day after the first pair: said together, the two would be one episode.)
+    add_memory(services, vector=axis(6), type="Decision", timestamp=days_ago(39), relevance_score=0.3)
+    add_memory(services, vector=vector_at(0.1, axis(6), axis(7)), type="Decision", timestamp=days_ago(9),
+               relevance_score=0.3)
     report = run_creative(services)
     assert report["memories_processed"] == 2
     assert report["pairs_already_linked"] == 1 and report["pairs_compared"] == 0

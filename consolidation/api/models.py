@@ -532,6 +532,10 @@ class RecallRequest(Strict):
     types: list[Annotated[str, Field(min_length=1, max_length=64)]] | None = Field(
         None, max_length=20, description="only memories of these types")
     include_summaries: bool = Field(False, description="let cluster summaries (MetaPattern) answer too")
+    associated: bool | None = Field(
+        None, description="current mode, k >= 5: give the last place to what was said with the best answer (its "
+                          "closest same_episode partner), when that answer matches the query well; default "
+                          "RECALL_ASSOCIATED")
 
     @model_validator(mode="after")
     def _asks_something(self):
@@ -555,6 +559,8 @@ class RecalledMemory(BaseModel):
                                                                  "and what it replaces (the order of the answer)")
     superseded_by: str | None = None
     merged_into: str | None = None
+    associated_with: str | None = Field(None, description="current mode: the answer this one was said with (a "
+                                                          "same_episode association), when that gave it its place")
 
 
 class RecallAnswer(BaseModel):

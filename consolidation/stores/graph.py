@@ -399,6 +399,30 @@ class GraphStore:
             chunk=500,
         )
 
+    def joined_pairs(self, pairs: Sequence[tuple[str, str]]) -> set[frozenset[str]]:
+        """Those of these pairs of memories that already share an edge of any type or direction."""
+        return {frozenset(row) for row in self.falkor.read_chunks(
+            "UNWIND $ids AS row MATCH (a:Memory {id: row[0]})--(b:Memory {id: row[1]}) RETURN DISTINCT a.id, b.id",
+            [list(pair) for pair in pairs], 5000)}
+
+    def episode_population(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+        """Every current memory (active, not superseded, not a summary): ids, scope keys, the epoch seconds of
+        its timestamp (NaN: none) and its change number (what episode links are drawn among)."""
+        columns = self.falkor.scan_memories(
+            f"{ACTIVE_MEMORY} AND {NOT_SUPERSEDED} AND {self.scoping.where()}",
+            f"m.id, {self.scoping.key_expression()}, m.timestamp, m.{CHANGE}", self.scoping.params())
+        if not columns:
+            return [], [], np.zeros(0), np.zeros(0)
+        return columns[0], columns[1], epoch_seconds(columns[2]), floats(columns[3])
+
+    def episode_partners(self, memory_id: str, limit: int) -> list[tuple[str, float]]:
+        """The memories a same_episode association joins to this one, the most similar first."""
+        rows = self.falkor.execute(
+            "MATCH (:Memory {id: $id})-[r:DISCOVERED {kind: 'same_episode'}]-(o:Memory) "
+            "RETURN o.id, r.similarity ORDER BY r.similarity DESC, o.id LIMIT $limit",
+            {"id": memory_id, "limit": limit}, read_only=True)
+        return [(row[0], float(row[1])) for row in rows]
+
     # --- clustering ------------------------------------------------------------------------------
 
     def cluster_population(self, min_relevance: float) -> tuple[list[str], list[str], np.ndarray]:

@@ -9,20 +9,23 @@ from typing import Any
 
 import numpy as np
 
+from ..episodes import episode_links
 from ..rules import association_for
 from ..scoring import CANDIDATE_RELEVANCE
+from ..similarity import normalized
 from ..stores.graph import SampledMemory
 from ..timeutil import to_iso
-from .context import TaskContext
+from .context import TaskContext, positions_in
 
 log = logging.getLogger(__name__)
 MIN_RELEVANCE = CANDIDATE_RELEVANCE
 ALGORITHM = "creative_association"
+EPISODE_ALGORITHM = "episode_association"
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     sample = ctx.graph.sample_memories(MIN_RELEVANCE, ctx.settings.consolidation_creative_sample_size)
-    return _associate(ctx, dry_run, sample, lambda first, second: True)
+    return _with_episodes(ctx, dry_run, _associate(ctx, dry_run, sample, lambda first, second: True), None)
 
 
 def run_incremental(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
@@ -36,7 +39,40 @@ def run_incremental(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     others = ctx.graph.sample_memories(MIN_RELEVANCE, size - len(changed)) if changed else []
     sample = changed + [m for m in others if m.id not in fresh]
     report = _associate(ctx, dry_run, sample, lambda first, second: first.id in fresh or second.id in fresh)
+    report = _with_episodes(ctx, dry_run, report, ctx.since)
     return {**report, "memories_changed": total, "memories_considered": len(sample)}
+
+
+def _with_episodes(ctx: TaskContext, dry_run: bool, report: dict[str, Any], since: int | None) -> dict[str, Any]:
+    """The report with the same_episode links added: every current memory (of those changed after `since`, on
+    an incremental pass) linked to its closest partner among what its scope stated within the episode's span.
+    Unlike the sampled kinds these are drawn over the whole store: what was said together is recalled together,
+    whatever a memory's relevance now."""
+    settings = ctx.settings
+    if "same_episode" not in settings.consolidation_creative_kinds or not settings.consolidation_episode_seconds:
+        return report
+    ids, scope_keys, seconds, changes = ctx.graph.episode_population()
+    found, matrix = ctx.vectors.vectors(ids)
+    rows = positions_in(ids, found)
+    links = episode_links([scope_keys[r] for r in rows], seconds[rows], normalized(matrix),
+                          settings.consolidation_episode_seconds, settings.consolidation_episode_similarity)
+    changed = np.ones(len(found), bool) if since is None else changes[rows] > since
+    now_iso = to_iso(ctx.now)
+    edges = [_episode_edge(found[a], found[b], similarity, now_iso)
+             for a, b, similarity in zip(links.first.tolist(), links.second.tolist(), links.similarity.tolist())
+             if changed[a] or changed[b]]
+    joined = ctx.graph.joined_pairs([(e["a"], e["b"]) for e in edges])
+    edges = [e for e in edges if frozenset((e["a"], e["b"])) not in joined]
+    if not dry_run:
+        ctx.graph.create_associations("DISCOVERED", edges)
+    by_kind = {**report["by_kind"], **({"same_episode": len(edges)} if edges else {})}
+    return {**report, "by_kind": by_kind, "edges": report["edges"] + [_public(e) for e in edges]}
+
+
+def _episode_edge(first: str, second: str, similarity: float, now_iso: str) -> dict[str, Any]:
+    return {"relation": "DISCOVERED", "a": first, "b": second,
+            "props": {"kind": "same_episode", "confidence": round(similarity, 6), "similarity": round(similarity, 6),
+                      "discovered_at": now_iso, "origin": "consolidation", "algorithm": EPISODE_ALGORITHM}}
 
 
 def _associate(ctx: TaskContext, dry_run: bool, sample: list[SampledMemory], eligible) -> dict[str, Any]:
