@@ -21,9 +21,6 @@ class EpisodeLinks:
     second: np.ndarray
     similarity: np.ndarray
 
-    def __len__(self) -> int:
-        return int(self.first.size)
-
 
 def episode_links(scope_keys: Sequence[str], seconds: np.ndarray, unit: np.ndarray, span_seconds: float,
                   min_similarity: float) -> EpisodeLinks:

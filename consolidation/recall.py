@@ -69,7 +69,7 @@ class Recall:
             return answers
         best = answers[0]["id"]
         answered = {a["id"] for a in answers} | {r for a in answers for r in a["replaces"]}
-        partners = [p for p, _ in self.graph.episode_partners(best, PARTNERS_READ) if p not in answered]
+        partners = [p for p in self.graph.episode_partners(best, PARTNERS_READ) if p not in answered]
         memories = {m["id"]: m for m in self.graph.get_memories(partners)}
         for partner in partners:
             memory = memories.get(partner)

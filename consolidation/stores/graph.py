@@ -415,13 +415,13 @@ class GraphStore:
             return [], [], np.zeros(0), np.zeros(0)
         return columns[0], columns[1], epoch_seconds(columns[2]), floats(columns[3])
 
-    def episode_partners(self, memory_id: str, limit: int) -> list[tuple[str, float]]:
-        """The memories a same_episode association joins to this one, the most similar first."""
+    def episode_partners(self, memory_id: str, limit: int) -> list[str]:
+        """The ids of the memories a same_episode association joins to this one, the most similar first."""
         rows = self.falkor.execute(
             "MATCH (:Memory {id: $id})-[r:DISCOVERED {kind: 'same_episode'}]-(o:Memory) "
-            "RETURN o.id, r.similarity ORDER BY r.similarity DESC, o.id LIMIT $limit",
+            "RETURN o.id ORDER BY r.similarity DESC, o.id LIMIT $limit",
             {"id": memory_id, "limit": limit}, read_only=True)
-        return [(row[0], float(row[1])) for row in rows]
+        return [row[0] for row in rows]
 
     # --- clustering ------------------------------------------------------------------------------
 
