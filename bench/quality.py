@@ -141,11 +141,11 @@ def _pair_memory(name: str, k: int, side: str) -> str:
 
 
 def _labelled(pair: dict, vectors):
-    from consolidation.embedding import HashingEmbedder
+    from consolidation.embedding import MiniLMEmbedder
     from consolidation.hygiene.calibration import LabelledPair
 
-    if vectors is None:
-        a, b = HashingEmbedder(384).embed([pair["a"], pair["b"]])
+    if vectors is None:  # the service's own embedder, as the built-in regime's imports are embedded
+        a, b = MiniLMEmbedder().embed([pair["a"], pair["b"]])
     else:
         a, b = vectors[pair["a"]], vectors[pair["b"]]
     return LabelledPair(pair["a"], pair["b"], float(a @ b), pair["label"] == "pos")

@@ -1,5 +1,5 @@
 """Command line: serve the API, run a worker process, import memories from JSONL, run consolidation once (here or on a
-service), calibrate the dedup judge."""
+service), move a store to another embedding model, calibrate the dedup judge."""
 
 from __future__ import annotations
 
@@ -229,6 +229,37 @@ def run_verdict(run: dict[str, Any]) -> str:
         parts.append(f"{task} {outcome}{seconds}")
     kind = "dry run" if run.get("dry_run") else "run"
     return f"{kind} {str(run.get('run_id', ''))[:8]} {run.get('state')}: {', '.join(parts) or 'no task ran'}"
+
+
+@main.command()
+@click.option("--dry-run", is_flag=True, help="Count what would be re-embedded, and by which model it was made.")
+@click.option("--graph", help=GRAPH_HELP)
+def reembed(dry_run: bool, graph: str | None) -> None:
+    """Move the store to the configured embedding model: every memory whose vector another model made (or that
+    names none) is embedded again from its text. Resumable: after an interruption, run it again to finish. One
+    process at a time (it holds the run lease); text recalls and text writes answer 409 until it finishes.
+
+    The report is printed as JSON; progress goes to stderr.
+    """
+    from .logs import configure_logging
+
+    settings = _settings()
+    configure_logging(settings)
+    services = _open(settings)
+    shown = [0.0]
+
+    def progress(done: int, total: int) -> None:
+        if total and (time.monotonic() - shown[0] > 1 or done == total):
+            shown[0] = time.monotonic()
+            click.echo(f"reembedded {done:,} of {total:,} memories", err=True)
+
+    try:
+        report = _graph(services, graph).engine.reembed(dry_run, progress)
+    except ServiceError as exc:
+        raise click.ClickException(exc.detail) from None
+    finally:
+        services.close()
+    click.echo(json.dumps(report, indent=2))
 
 
 @main.command()

@@ -15,6 +15,7 @@ from typing import Any
 
 from .revisits import Dues, touches_expire_before
 from .embedding import Embedder
+from .reembedding import reembed
 from . import metrics
 from .errors import Conflict, InvalidInput, NotFound, RunCancelled, RunInProgress, StoreUnavailable
 from .heartbeat import Heartbeat
@@ -28,6 +29,7 @@ from .settings import TASK_NAMES, Settings
 from .stores import Stores
 from .stores.changes import CHANGE
 from .stores.control import ControlStore, Watermark, new_holder
+from .stores.embedding_models import EmbeddingModels
 from .stores.audit import AuditLog
 from .stores.automem import AutomemRecords
 from .stores.inspection import InspectionStore
@@ -43,6 +45,7 @@ from .tasks.handoff import Handoff, handed_over
 from .tasks.cluster import refresh as refresh_summaries
 from .timeutil import epoch_or_nan, parse_iso, to_iso, utc_now
 from .cadence import due_tasks, next_due
+from .vector_space import VectorSpace
 
 log = logging.getLogger(__name__)
 AS_OF_TOLERANCE = timedelta(minutes=1)  # a run as of a time may name now, by a clock a little ahead
@@ -97,7 +100,10 @@ class ConsolidationEngine:
         self.stores = stores
         self.clock = clock
         self.summarizer = summarizer
+        self.embedder = embedder
         falkor = stores.graph.falkor
+        # Which model made the store's vectors, against the configured one (text work across two is refused).
+        self.space = VectorSpace(EmbeddingModels(falkor), embedder.model)
         self.graph_name = falkor.graph_name
         self.control = ControlStore(falkor)
         self.runs = RunStore(falkor)
@@ -229,6 +235,22 @@ class ConsolidationEngine:
         with self._lease_alone("reconcile"):
             return self.lifecycle.reconcile(repair=True, now=self.clock())
 
+    def reembed(self, dry_run: bool, progress: Callable[[int, int], None] = lambda done, total: None
+                ) -> dict[str, Any]:
+        """Move the store to the configured model under the run lease (kept alive however long it takes), so no
+        run reads vectors of two models and only one process re-embeds."""
+        if dry_run:
+            self.stores.ensure_ready()
+            return reembed(self.space, self.stores.graph, self.stores.vectors, self.embedder, True, progress)
+        with self._lease_alone("reembed") as run:
+            keeper = self._lease_keeper(run)
+            keeper.start()
+            try:
+                return reembed(self.space, self.stores.graph, self.stores.vectors, self.embedder, False, progress,
+                               stop=lambda: run.lease_lost)
+            finally:
+                keeper.stop()
+
     def complete_interrupted(self) -> int:
         """Finish deletions and merges a crash left pending, under the run lease: a live forget or dedup
         elsewhere has pending records too, and finishing them behind its back would race its own steps."""
@@ -310,6 +332,7 @@ class ConsolidationEngine:
                                      self.settings.consolidation_forget_interval_seconds,
                                      self.settings.consolidation_delete_after_archived_days),
             "automem": self.automem(reading.automem),
+            "embedding": self.space.state_from(control).public(),
         }
 
     def automem(self, traces: tuple[list, list] | None = None) -> dict[str, Any]:

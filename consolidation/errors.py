@@ -101,6 +101,27 @@ class StoreUnavailable(ServiceError):
         self.store = store
 
 
+class EmbeddingUnavailable(ServiceError):
+    """The embedding provider could not turn the texts into vectors (down, refusing, or answering nonsense)."""
+
+    status = 503
+    error = "embedding_unavailable"
+
+    def __init__(self, provider: str, detail: str):
+        super().__init__(f"embedding provider {provider}: {detail}", provider=provider)
+        self.provider = provider
+
+
+class EmbeddingModelMismatch(ServiceError):
+    """Text work under one model on a store whose vectors another model made: the similarities would be noise."""
+
+    status = 409
+    error = "embedding_model_mismatch"
+
+    def __init__(self, store_model: str, configured_model: str, detail: str):
+        super().__init__(detail, store_model=store_model, configured_model=configured_model)
+
+
 class NoWorker(ServiceError):
     """Runs compute in worker processes, and none is alive to take this one."""
 

@@ -11,6 +11,8 @@ import numpy as np
 
 from .demand import Demand
 from .embedding import Embedder
+from .stores.embedding_models import EmbeddingModels
+from .vector_space import VectorSpace
 from .heap import collection_paused
 from .errors import Conflict, InvalidInput, NotFound
 from .importing import (
@@ -104,17 +106,19 @@ class MemoryService:
 
     def __init__(self, settings: Settings, stores: Stores, embedder: Embedder, lifecycle: Lifecycle,
                  refresh_summaries: Callable[[], int], clock: Callable[[], datetime] = utc_now,
-                 demand: Demand | None = None):
+                 demand: Demand | None = None, space: VectorSpace | None = None):
         self.settings = settings
         self.stores = stores
         self.embedder = embedder
+        self.space = space or VectorSpace(EmbeddingModels(stores.graph.falkor), embedder.model)
         self.demand = demand or Demand()  # the requests waiting: a bulk import gives way to them
         self.lifecycle = lifecycle
         self.clock = clock
         self.checks = MemoryChecks(settings, clock)
         self.audit = AuditLog(stores.graph.falkor)
         self.requests = Requests(lifecycle, self.checks.memory, embedder, refresh_summaries, clock,
-                                 settings.record_key, settings.consolidation_tombstone_retention_days)
+                                 settings.record_key, settings.consolidation_tombstone_retention_days,
+                                 self.space.check_text_work)
         self.recall = Recall(stores.graph, stores.vectors, settings.recall_associated_similarity)
 
     def recall_query(self, body: dict[str, Any], bound: Scope | None = None) -> RecallQuery:
@@ -127,6 +131,7 @@ class MemoryService:
         if embedding is None:
             if query is None or not query.strip():
                 raise InvalidInput("query", "give a query with words in it (text), or an embedding")
+            self.space.check_text_work("a recall by text")
             embedding = self.embedder.embed([query])[0]
         scope = within_bound(body.get("scope"), bound, "scope")
         key = None if scope is None else self.stores.graph.scoping.within(scope).key_of(scope)
@@ -277,6 +282,11 @@ class MemoryService:
     def _points(self, memories: list[NewMemory]) -> list[VectorPoint]:
         """Each memory's vector: its own embedding, or the built-in embedder's of its content."""
         missing = [m for m in memories if m.embedding is None]
+        if missing:
+            self.space.check_text_work("a memory without an embedding")
+            self.space.record_use()
+            for memory in missing:
+                memory.properties["embedding_model"] = self.embedder.model
         embedded = iter(self.embedder.embed([m.properties["content"] for m in missing])) if missing else iter(())
         return [VectorPoint(m.properties["id"], m.embedding if m.embedding is not None else next(embedded),
                             payload_of(m.properties, self.stores.graph.scoping)) for m in memories]

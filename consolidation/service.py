@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from .demand import Demand
-from .embedding import Embedder, HashingEmbedder
+from .embedding import Embedder, build_embedder
 from .engine import ConsolidationEngine
 from .errors import StoreUnavailable
 from .heap import bound_arenas
@@ -160,7 +160,7 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
     """The services of a serving process, or of a `worker` process (with `links`: a child reaching its
     parent's stores)."""
     bound_arenas()  # before the stores and the scheduler start their threads
-    embedder = embedder or HashingEmbedder(settings.vector_size)
+    embedder = embedder or build_embedder(settings)
     summarizer = summarizer_for(settings)
     placement = RunPlacement(settings.consolidation_worker, in_worker=worker)
     demand = Demand.at(settings.data_dir)
@@ -173,11 +173,12 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
         try:
             # Deletions and merges a crash interrupted are finished before the graph serves anything.
             engine.complete_interrupted()
+            engine.space.state()  # the store's model read (and recorded, for a store written before it was)
         except StoreUnavailable:
             pass  # a store still down: the scheduler's ticks finish them once it answers
 
         memories = MemoryService(settings, stores, embedder, engine.lifecycle, engine.refresh_summaries, clock,
-                                 demand)
+                                 demand, engine.space)
         try:
             memories.requests.complete_pending()  # supersessions and purges a crash interrupted
         except StoreUnavailable:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, f
 from . import TASK_NAMES  # the one list of tasks, re-exported for the modules that read it here
 from .graphs import GraphSelection, parse_collections
 
+BUILTIN_DIMENSION = 384  # all-MiniLM-L6-v2's
 CREATIVE_KINDS = ("explains", "shares_theme", "parallel_context", "same_episode")
 TOKEN_FILE = "admin_token"
 SCOPE_PROPERTY = re.compile(r"[a-z][a-z0-9_]{0,63}")
@@ -70,6 +71,34 @@ class Settings(BaseModel):
                                           "the collection of its own name")
     vector_size: int = Field(384, ge=2, le=65536, description="an integer 2..65536")
     data_dir: Path = Field(Path("./data"), description="a directory path")
+
+    # Embedding: who turns texts into vectors (memories without an embedding, text recalls, text imports).
+    # AutoMem's variables, read as AutoMem reads them; `auto` takes the first provider whose key or URL is set.
+    embedding_provider: Literal["auto", "builtin", "openai", "voyage", "ollama", "fastembed", "hash"] = Field(
+        "auto", description="auto, builtin, openai, voyage, ollama, fastembed or hash (auto: Voyage, OpenAI or "
+                            "Ollama when its key or URL is set, else the built-in all-MiniLM-L6-v2; AutoMem's "
+                            "local and placeholder are read as fastembed and hash)")
+    embedding_model: str = Field("text-embedding-3-small", min_length=1,
+                                 description="the model an OpenAI-compatible endpoint is asked for")
+    openai_api_key: SecretStr | None = Field(None, description="an API key or empty")
+    openai_base_url: str | None = Field(None, description="an OpenAI-compatible base URL, or empty for "
+                                                          "https://api.openai.com/v1")
+    voyage_api_key: SecretStr | None = Field(None, description="an API key or empty")
+    voyage_model: str = Field("voyage-4", min_length=1, description="a Voyage model name")
+    voyage_base_url: str = Field("https://api.voyageai.com/v1", description="the Voyage API's base URL")
+    ollama_base_url: str | None = Field(None, description="an Ollama server URL (http://localhost:11434), or empty")
+    ollama_model: str | None = Field(None, description="an Ollama embedding model (empty: nomic-embed-text)")
+    fastembed_cache_path: Path | None = Field(None, description="the directory holding fastembed's model files, "
+                                                                "or empty (AUTOMEM_MODELS_DIR, else "
+                                                                "~/.config/automem/models)")
+    automem_models_dir: Path | None = Field(None, description="AutoMem's fastembed model directory, or empty")
+    embedding_timeout_seconds: float = Field(30.0, gt=0, le=600, description="seconds 0..600 a provider's "
+                                                                           "answer is waited for")
+    embedding_retries: int = Field(2, ge=0, le=10, description="an integer 0..10: retries of a failed provider "
+                                                               "call, with backoff")
+    embedding_batch_size: int = Field(64, ge=1, le=2048, description="an integer 1..2048: texts per provider call")
+    embedding_threads: int = Field(1, ge=1, le=64, description="an integer 1..64: CPU threads the built-in model "
+                                                               "takes (the rest serve requests)")
 
     # Authentication. The admin token is required: without it the service would have to run open.
     admin_api_token: SecretStr = Field(
@@ -223,7 +252,8 @@ class Settings(BaseModel):
         "summarizer_llm_url", "summarizer_llm_api_key", "prometheus_multiproc_dir",
         "consolidation_decay_importance_threshold", "consolidation_dedup_same_fact_similarity",
         "consolidation_dedup_similarity_per_added_term", "consolidation_dedup_similarity_per_added_share",
-        "consolidation_dedup_swapped_similarity", mode="before",
+        "consolidation_dedup_swapped_similarity", "openai_api_key", "openai_base_url", "voyage_api_key",
+        "ollama_base_url", "ollama_model", "fastembed_cache_path", "automem_models_dir", mode="before",
     )
     @classmethod
     def _empty_means_unset(cls, value):
@@ -278,6 +308,14 @@ class Settings(BaseModel):
                                  "trailing slash)")
         return tuple(dict.fromkeys(origin.lower() for origin in value))
 
+    @field_validator("embedding_provider", mode="before")
+    @classmethod
+    def _automem_provider_names(cls, value):
+        if isinstance(value, str):
+            value = value.strip().lower() or "auto"
+            return {"local": "fastembed", "placeholder": "hash"}.get(value, value)
+        return value
+
     @field_validator("log_level", mode="before")
     @classmethod
     def _upper_level(cls, value):
@@ -307,6 +345,31 @@ class Settings(BaseModel):
                 "on its own cannot reach another process's embedded stores; use child"
             )
         return self
+
+    @model_validator(mode="after")
+    def _provider_can_make_the_vectors(self) -> Settings:
+        if self.embedding_provider == "openai" and self.openai_api_key is None:
+            raise ValueError("EMBEDDING_PROVIDER=openai needs OPENAI_API_KEY")
+        if self.embedding_provider == "voyage" and self.voyage_api_key is None:
+            raise ValueError("EMBEDDING_PROVIDER=voyage needs VOYAGE_API_KEY")
+        if self.chosen_embedding_provider == "builtin" and self.vector_size != BUILTIN_DIMENSION:
+            raise ValueError(f"the built-in model makes {BUILTIN_DIMENSION}-dimensional vectors: VECTOR_SIZE="
+                             f"{self.vector_size} needs another EMBEDDING_PROVIDER (or VECTOR_SIZE="
+                             f"{BUILTIN_DIMENSION})")
+        return self
+
+    @property
+    def chosen_embedding_provider(self) -> str:
+        """The provider in force: `auto` resolved in AutoMem's order (Voyage, OpenAI, Ollama), else built-in."""
+        if self.embedding_provider != "auto":
+            return self.embedding_provider
+        if self.voyage_api_key is not None:
+            return "voyage"
+        if self.openai_api_key is not None:
+            return "openai"
+        if self.ollama_base_url or self.ollama_model:
+            return "ollama"
+        return "builtin"
 
     @model_validator(mode="after")
     def _model_judge_needs_a_model(self) -> Settings:

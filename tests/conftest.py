@@ -53,6 +53,7 @@ def make_settings(data_dir, **overrides) -> Settings:
     # No dwell before a deletion unless a test asks for one (tests/test_forget.py does): the tests of deletion
     # itself (crash safety, tombstones, restores) delete in one run.
     values = {"admin_api_token": TOKEN, "data_dir": data_dir, "consolidation_scheduler_enabled": False,
+              "embedding_provider": "hash",
               "vector_size": 16, "consolidation_tick_seconds": 1.0, "consolidation_delete_after_archived_days": 0}
     values.update(overrides)
     return Settings(**values)

@@ -69,7 +69,7 @@ class FalkorServer:
 
 def service_env(data_dir: Path, port: int, **settings: str) -> dict[str, str]:
     env = {**os.environ, "ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(data_dir), "PORT": str(port),
-           "VECTOR_SIZE": "16", "CONSOLIDATION_TICK_SECONDS": "3600"}
+           "VECTOR_SIZE": "16", "EMBEDDING_PROVIDER": "hash", "CONSOLIDATION_TICK_SECONDS": "3600"}
     env.update({name.upper(): str(value) for name, value in settings.items()})
     return env
 

@@ -18,8 +18,8 @@ LAYERS = [
     {"service"},
     {"worker"},
     {"registry", "engine", "metrics"},
-    {"tasks", "ingest", "importing", "recall", "reports", "clusters"},
-    {"lifecycle"},
+    {"tasks", "ingest", "importing", "recall", "reports", "clusters", "reembedding"},
+    {"lifecycle", "vector_space"},
     {"stores", "heartbeat", "demand"},
     # Pure rules (a module of a folder above may be named here: the lifecycle's state table is one).
     {"hygiene", "entities", "summaries", "embedding", "neighbours", "similarity", "episodes", "scoring", "rules",

@@ -38,7 +38,7 @@ RICH_OVERRIDES = ("NO_COLOR", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"
 def cli_env(tmp_path) -> dict[str, str]:
     """The environment of a CLI process of its own, with its own embedded stores."""
     env = {key: value for key, value in os.environ.items() if key not in RICH_OVERRIDES}
-    env.update({"ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(tmp_path / "cli"), "VECTOR_SIZE": "16",
+    env.update({"ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(tmp_path / "cli"), "VECTOR_SIZE": "16", "EMBEDDING_PROVIDER": "hash",
                 "TERM": "xterm-256color"})
     return env
 

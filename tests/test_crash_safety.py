@@ -34,7 +34,7 @@ KILLER = textwrap.dedent("""
 
 
 def environment(data_dir):
-    return {**os.environ, "ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(data_dir), "VECTOR_SIZE": "16",
+    return {**os.environ, "ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(data_dir), "VECTOR_SIZE": "16", "EMBEDDING_PROVIDER": "hash",
             "CONSOLIDATION_DELETE_THRESHOLD": "0.05", "CONSOLIDATION_DELETE_AFTER_ARCHIVED_DAYS": "0",
             "CONSOLIDATION_LEASE_SECONDS": str(LEASE),
             "PYTHONPATH": os.getcwd()}

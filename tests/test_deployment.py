@@ -232,7 +232,7 @@ def test_the_image_command_serves_and_its_healthcheck_tells_up_from_down(tmp_pat
     instructions = dockerfile_instructions()
     healthcheck = json.loads(instructions["HEALTHCHECK"][0].split(" CMD ", 1)[1])  # exec form: a JSON list
     port = free_port()
-    environment = container_environment(tmp_path / "data", port, VECTOR_SIZE="16")
+    environment = container_environment(tmp_path / "data", port, VECTOR_SIZE="16", EMBEDDING_PROVIDER="hash")
     process = subprocess.Popen(json.loads(instructions["CMD"][-1]), cwd=ROOT, env=environment,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:

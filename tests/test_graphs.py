@@ -234,7 +234,7 @@ def test_the_openapi_documents_the_graph_header_on_every_graph_route(client):
         for method, operation in operations.items():
             headers = [p["name"] for p in operation.get("parameters", []) if p["in"] == "header"]
             about_a_graph = path.startswith(("/memory", "/memories", "/consolidate", "/clusters", "/hygiene",
-                                             "/reconcile", "/entities", "/recall"))
+                                             "/reconcile", "/reembed", "/entities", "/recall"))
             assert ("X-Graph" in headers) == about_a_graph, (method, path)
             if about_a_graph:
                 assert "404" in operation["responses"], (method, path)
@@ -245,7 +245,7 @@ def test_the_cli_works_on_the_graph_it_is_given(tmp_path):
 
     from consolidation.cli import main as cli
 
-    env = {"ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(tmp_path / "cli"), "VECTOR_SIZE": "16",
+    env = {"ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(tmp_path / "cli"), "VECTOR_SIZE": "16", "EMBEDDING_PROVIDER": "hash",
            "FALKORDB_GRAPHS": "team_a,team_b"}
     sample = tmp_path / "two.jsonl"
     sample.write_text('{"content": "first note"}\n{"content": "second note"}\n')
@@ -265,7 +265,7 @@ def test_the_cli_makes_a_new_graph_only_for_an_import_that_writes(tmp_path):
 
     from consolidation.cli import main as cli
 
-    env = {"ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(tmp_path / "cli"), "VECTOR_SIZE": "16",
+    env = {"ADMIN_API_TOKEN": TOKEN, "DATA_DIR": str(tmp_path / "cli"), "VECTOR_SIZE": "16", "EMBEDDING_PROVIDER": "hash",
            "FALKORDB_GRAPHS": "tenant_*"}
     good, bad = tmp_path / "good.jsonl", tmp_path / "bad.jsonl"
     good.write_text('{"content": "first note"}\n{"content": "second note"}\n')

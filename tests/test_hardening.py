@@ -458,6 +458,7 @@ def cli_env(tmp_path, monkeypatch):
     monkeypatch.delenv("ADMIN_API_TOKEN", raising=False)
     monkeypatch.setenv("DATA_DIR", str(data_dir))
     monkeypatch.setenv("VECTOR_SIZE", "16")
+    monkeypatch.setenv("EMBEDDING_PROVIDER", "hash")
     return data_dir
 
 

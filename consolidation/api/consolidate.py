@@ -17,6 +17,8 @@ from .models import (
     ErrorBody,
     ReconcileReport,
     ReconcileRequest,
+    ReembedReport,
+    ReembedRequest,
     ReportQuery,
     RunQuery,
     RunReport,
@@ -155,6 +157,17 @@ def settings_in_force():
         settings.consolidation_creative_kinds)} for task, interval in settings.task_intervals.items()}
     return jsonify({"settings": settings.in_force(), "tasks": tasks,
                     "paused": bool(control.get("scheduler_paused"))})
+
+
+@blueprint.post("/reembed")
+@require_admin
+@api.validate(resp=answers(HTTP_200=ReembedReport, HTTP_409=RunInProgressBody), **ADMIN_ROUTE)
+@amend(OPTIONAL_BODY)
+def reembed(json: ReembedRequest):
+    """Move the store to the configured embedding model: each memory whose vector another model made is embedded
+    again from its text (resumable; under the run lease, so once across replicas). Long on a big store: the CLI's
+    `consolidation reembed` shows its progress."""
+    return jsonify(graph().engine.reembed(dry_run=json.dry_run))
 
 
 @blueprint.post("/reconcile")

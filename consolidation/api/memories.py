@@ -12,7 +12,7 @@ from ..memory import ImportedMemoryFields, MemoryFields, parse_memory_id
 from .auth import bound_scope, is_admin, require_admin, require_token, requester
 from .context import graph, graph_to_write, services
 from .errors import error_response
-from .models import (DeletedMemory, ErrorBody, Forgotten, ImportQuery, ImportRefused, ImportReport, MemoryAnswer,
+from .models import (ConflictBody, DeletedMemory, ErrorBody, Forgotten, ImportQuery, ImportRefused, ImportReport, MemoryAnswer,
                      PurgeAnswer, PurgeRequest, Restored, Superseded, SupersessionUndone)
 from .openapi import ADMIN, addresses_graph, TOKEN, amend, answers, api, uuid_in_path
 
@@ -36,7 +36,7 @@ MEMORY_BODY = {"requestBody": {"required": True, "content": {"application/json":
 
 @blueprint.post("/memory")
 @require_token
-@api.validate(resp=answers(HTTP_201=MemoryAnswer, HTTP_403=ErrorBody, HTTP_409=ErrorBody), **TOKEN_ROUTE)
+@api.validate(resp=answers(HTTP_201=MemoryAnswer, HTTP_403=ErrorBody, HTTP_409=ConflictBody), **TOKEN_ROUTE)
 @amend(MEMORY_BODY)
 def create_memory():
     """Create a memory (409 if its id is taken, or belongs to a forgotten memory: restore that instead; under a
@@ -135,7 +135,7 @@ SUPERSEDE_BODY = {"requestBody": {"required": True, "content": {"application/jso
 
 @blueprint.post("/memory/<memory_id>/supersede")
 @require_token
-@api.validate(resp=answers(HTTP_200=Superseded, HTTP_404=ErrorBody, HTTP_409=ErrorBody, HTTP_410=DeletedMemory,
+@api.validate(resp=answers(HTTP_200=Superseded, HTTP_404=ErrorBody, HTTP_409=ConflictBody, HTTP_410=DeletedMemory,
                            HTTP_422=ErrorBody), **TOKEN_ROUTE)
 @amend({**MEMORY_ID, **SUPERSEDE_BODY, "parameters": MEMORY_ID["parameters"] + SUPERSEDE_BODY["parameters"]})
 def supersede_memory(memory_id: str):

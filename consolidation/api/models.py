@@ -212,7 +212,17 @@ class RunInProgressBody(ErrorBody):
 
 
 class StoreUnavailableBody(ErrorBody):
-    store: Literal["graph", "vectors"]
+    """503: a store (`store`) or the embedding provider (`provider`) cannot answer now."""
+
+    store: Literal["graph", "vectors"] | None = None
+    provider: str | None = Field(None, description="the embedding provider that failed (embedding_unavailable)")
+
+
+class ConflictBody(ErrorBody):
+    """409: the request conflicts with the store's state; embedding_model_mismatch names both models."""
+
+    store_model: str | None = None
+    configured_model: str | None = None
 
 
 # --- consolidation -------------------------------------------------------------------------------------------
@@ -356,6 +366,38 @@ class AutomemConsolidation(BaseModel):
     warning: str | None = Field(description="the warning to give while it consolidates (null: none)")
 
 
+class EmbeddingState(BaseModel):
+    """The store's embedding model against the one this service is configured with."""
+
+    store_model: str = Field(description="the model the store's vectors were made by (as recorded, or named by "
+                                         "its memories)")
+    store_model_known: bool = Field(description="false: no vector names its model (AutoMem's, a client's): it "
+                                                "counts as the configured model")
+    configured_model: str = Field(description="the model EMBEDDING_PROVIDER embeds texts with")
+    matches: bool = Field(description="false: text recalls and text writes answer 409 embedding_model_mismatch "
+                                      "until `consolidation reembed` moves the store")
+    reembed_in_progress_to: str | None = Field(description="a reembed began moving the store to this model and "
+                                                           "has not finished (null: none)")
+
+
+class ReembedRequest(Strict):
+    """POST /reembed: move the store to the configured embedding model."""
+
+    dry_run: bool = Field(False, description="count what would be re-embedded, write nothing")
+
+
+class ReembedReport(BaseModel):
+    dry_run: bool
+    store_model: str = Field(description="the store's model before")
+    configured_model: str
+    memories_to_reembed: int
+    from_models: dict[str, int] = Field(description="how many of those each model made ('(none named)': a "
+                                                    "client's or AutoMem's vector)")
+    reembedded: int | None = None
+    finished: bool | None = Field(None, description="false: the lease was lost before the end; run it again")
+    store_model_now: str | None = None
+
+
 class Status(BaseModel):
     """GET /consolidate/status: the addressed graph's last successes, next due times, history, current run and
     store counts; every served graph's schedule; this process's scheduler. With several graphs and no default,
@@ -378,6 +420,7 @@ class Status(BaseModel):
                                                   "starts (runs asked by hand still do)")
     paused_at: str | None = None
     automem: AutomemConsolidation | None = None
+    embedding: EmbeddingState | None = None
     graphs: list[GraphSchedule]
     scheduler: SchedulerState
 
@@ -426,6 +469,8 @@ class StoredMemory(BaseModel):
                           "memory answers 410 instead")
     held_until: str | None = Field(None, description="after a restore: until when no automatic run archives, "
                                                      "deletes or merges it")
+    embedding_model: str | None = Field(None, description="the model that made its vector, when the service "
+                                                          "embedded its text (null: the client's vector)")
 
 
 class MemoryAnswer(BaseModel):

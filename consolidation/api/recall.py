@@ -6,7 +6,7 @@ from flask import Blueprint, jsonify
 
 from .auth import bound_scope, require_token
 from .context import graph
-from .models import ErrorBody, RecallAnswer, RecallRequest
+from .models import ConflictBody, ErrorBody, RecallAnswer, RecallRequest
 from .openapi import TOKEN, addresses_graph, answers, api
 
 blueprint = addresses_graph(Blueprint("recall", __name__))
@@ -14,7 +14,7 @@ blueprint = addresses_graph(Blueprint("recall", __name__))
 
 @blueprint.post("/recall")
 @require_token
-@api.validate(resp=answers(HTTP_200=RecallAnswer, HTTP_403=ErrorBody, HTTP_404=ErrorBody), security=TOKEN, tags=["memories"])
+@api.validate(resp=answers(HTTP_200=RecallAnswer, HTTP_403=ErrorBody, HTTP_404=ErrorBody, HTTP_409=ConflictBody), security=TOKEN, tags=["memories"])
 def recall(json: RecallRequest):
     """The k memories most similar to the query (filtered vector search). current: each superseded hit replaced
     by the newest memory of its chain (replaces), archived, merged and deleted ones left out; history: every hit,

@@ -35,7 +35,7 @@ SUPERSEDE = "supersede"
 # What a newer memory takes of the one it supersedes unless the request gives it (its scope it always takes).
 INHERITED = ("type", "tags")
 KEPT_FIELDS = ("type", "importance", "confidence", "tags", "timestamp", "protected", "protected_reason",
-               EMBEDDED_BY)
+               EMBEDDED_BY, "embedding_model")
 
 
 class Requests:
@@ -45,12 +45,13 @@ class Requests:
 
     def __init__(self, lifecycle: Lifecycle, new_memory: Callable[[Any], Any], embedder: Embedder,
                  refresh_summaries: Callable[[], int], clock: Callable[[], datetime], record_key: bytes,
-                 retention_days: float):
+                 retention_days: float, text_work: Callable[[str], None] = lambda what: None):
         self.lifecycle = lifecycle
         self.graph = lifecycle.graph
         self.vectors = lifecycle.vectors
         self.new_memory = new_memory  # body -> NewMemory, validated as POST /memory validates it
         self.embedder = embedder
+        self.text_work = text_work  # raises when the configured model may not embed text for this store
         # Summaries a request took a member from are rebuilt before the request is settled (a crash first: the
         # pending request is finished again at start-up, this step with it).
         self.refresh_summaries = refresh_summaries
@@ -77,6 +78,9 @@ class Requests:
                 return self._repeat(found, older_id, fingerprint, bound)
         older = self._current(older_id, bound)
         created, newer_id, newer_content, embedding = self._newer(older, body, by, bound)
+        if created is not None and embedding is None:
+            self.text_work("a superseding memory without an embedding")
+            created["embedding_model"] = self.embedder.model
         kept = survivors(older.get("content") or "", newer_content)
         plan = {"created": created, "embedding": _encoded(embedding),
                 "survivors": [{"id": str(uuid.uuid4()), "content": text} for text in kept]}
@@ -193,6 +197,8 @@ class Requests:
                      "id": part["id"], "content": part["content"], "split_from": older["id"], "created_at": now,
                      "last_accessed": now, "access_count": 0, "relevance_score": older.get("relevance_score"),
                      "archived": False}
+            if built_in:  # made again from its own text, by the configured model
+                props["embedding_model"] = self.embedder.model
             self._write(props, vector)
 
     def _write(self, props: dict[str, Any], vector: np.ndarray) -> None:

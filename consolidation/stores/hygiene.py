@@ -30,7 +30,8 @@ from .tombstones import edge_groups, restore_edges, snapshot
 # memories that may merge (counting every memory's edges is a third of reading them all).
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp, "
-                 f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}', m.held_until")
+                 f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}' AND coalesce(m.embedding_model,'hash') = 'hash', "
+                 "m.held_until")
 # Types and scopes are few spellings, each held once (a new string per memory read: ~100 MB at a million); times
 # are read as epoch seconds as each page arrives (a million ISO texts: ~80 MB).
 INPUT_KINDS = tuple({"m.type": "names", "{scope}": "names", "m.timestamp": "times"}.get(column, "as read")
@@ -61,7 +62,7 @@ class HygieneInputs:
     scopes: list[str] = field(default_factory=list)
     changes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # change numbers, NaN when unmarked
     stamps: list[str | None] = field(default_factory=list)  # what the stored fact terms were read from
-    built_in: list[bool] = field(default_factory=list)  # whether the built-in embedder made the vector
+    built_in: list[bool] = field(default_factory=list)  # whether the hashing embedder made the vector
     held_until: list[str | None] = field(default_factory=list)  # until when a restore holds it (ISO)
 
     def holding(self, now: str) -> HygieneInputs:

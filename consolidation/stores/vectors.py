@@ -135,6 +135,7 @@ def payload_of(memory: dict, scoping: Scoping) -> dict:
         "superseded": memory.get("superseded_by") is not None,
         "t_valid": memory.get("t_valid"),
         "t_invalid": memory.get("t_invalid"),
+        "embedding_model": memory.get("embedding_model"),  # None: a client's vector, of the store's model
     }
 
 

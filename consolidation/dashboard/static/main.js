@@ -90,6 +90,27 @@ function showStatus(status) {
   runs.showStatus(status);
   memories.showStoreCounts(status.store_counts);
   showAutomem(status.automem);
+  showEmbedding(status.embedding);
+}
+
+/** Which model made the store's vectors and which one embeds texts now; when they differ, what that means. */
+function showEmbedding(embedding) {
+  const line = $("embedding-models");
+  if (!embedding) {
+    show(line, false);
+    return;
+  }
+  const store = embedding.store_model + (embedding.store_model_known ? "" : " (assumed: no vector names its model)");
+  let text = `Embedding model: store ${store} · configured ${embedding.configured_model}`;
+  if (!embedding.matches) {
+    text += embedding.reembed_in_progress_to
+      ? ` · a reembed to ${embedding.reembed_in_progress_to} has not finished: text recall and text writes answer 409`
+      : " · they differ: text recall and text writes answer 409 until `consolidation reembed` moves the store";
+  }
+  line.textContent = text;
+  line.classList.toggle("mismatch", !embedding.matches);
+  line.setAttribute("role", embedding.matches ? "status" : "alert");
+  show(line, true);
 }
 
 /** A plain banner while AutoMem's own consolidation writes to the same graph, naming how to turn it off. */

@@ -1,30 +1,19 @@
-"""Text embedders: a pluggable interface and a built-in deterministic one that needs no model download."""
+"""The embedder that needs no model (EMBEDDING_PROVIDER=hash): feature hashing of the words texts share."""
 
 from __future__ import annotations
 
 import zlib
 from collections import Counter
 from collections.abc import Sequence
-from typing import Protocol
 
 import numpy as np
 
-from .hygiene.facts import content_words, read_fact
+from ..hygiene.facts import content_words, read_fact
 
 # Weights per feature family: the content terms carry what a text says, the terms tagged with the side of a
 # relation they are on ("tabs over spaces") its direction, bigrams the order of its words, character trigrams
 # spelling variants (typos, compounds).
 FAMILY_WEIGHTS = {"k": 1.0, "r": 0.5, "b": 0.3, "c": 0.15}
-
-
-class Embedder(Protocol):
-    """Turns texts into unit-length vectors of a fixed dimension."""
-
-    dimension: int
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """An (len(texts), dimension) float32 matrix of L2-normalised rows."""
-        ...
 
 
 class HashingEmbedder:
@@ -34,6 +23,8 @@ class HashingEmbedder:
     word order or inflection. Deterministic across processes and machines (CRC32, not Python's salted
     hash), so the same text always gets the same vector and tests can reason about similarities.
     """
+
+    model = "hash"
 
     def __init__(self, dimension: int):
         self.dimension = dimension
