@@ -133,7 +133,7 @@ def quality_section(found: dict) -> list[str]:
             "The `entities` task on the labelled alias set `bench/entities/aliases.json` (70 groups of one thing "
             "each, look-alikes of different things side by side: Java / JavaScript, Angular / AngularJS, React / "
             "React Native, C / C++ / C#, Ann Lee / Anna Lee, Jon / John Smith, Python 2 / 3), each entity "
-            "referenced in three memories about its topic (built-in embedder), one dry run; pairs counted within "
+            "referenced in three memories about its topic (hashing embedder), one dry run; pairs counted within "
             "the groups it would merge (`.venv/bin/python bench/entity_bench.py`).", "",
             "| labelled set | entities | alias pairs | merged pairs | precision | recall |", "|---|---|---|---|---|---|",
             f"| bench/entities/aliases.json | {found['entities']} | {found['gold_pairs']} | "

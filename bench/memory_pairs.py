@@ -1,5 +1,5 @@
 """The labelled memory sets (bench/quality_set.py, bench/holdout*) as calibration sets: every pair of memories of
-one type whose vectors are at least somewhat close, labelled one fact or not, in the built-in embedder's vector
+one type whose vectors are at least somewhat close, labelled one fact or not, in the built-in model's vector
 space or a client model's (bench/vectors/<set>.npz, made by bench/client_vectors.py)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from consolidation.embedding import HashingEmbedder  # noqa: E402
+from consolidation.embedding import MiniLMEmbedder  # noqa: E402
 from consolidation.hygiene.calibration import LabelledPair, PairSet  # noqa: E402
 
 CLOSE = 0.5
@@ -39,7 +39,7 @@ def names() -> list[str]:
 
 def unit_vectors(name: str, texts: list[str], space: str) -> np.ndarray:
     if space == "built-in":
-        return HashingEmbedder(384).embed(texts)
+        return MiniLMEmbedder().embed(texts)
     shipped = np.load(ROOT / "bench" / "vectors" / f"{name}.npz")
     by_text = dict(zip(shipped["texts"].tolist(), shipped["vectors"]))
     return np.array([by_text[t] for t in texts])

@@ -1,5 +1,6 @@
 """The public labelled pairs of ../shared/quality (MRPC train, STS-B train and dev) as calibration sets, in two
-vector spaces: the all-MiniLM-L6-v2 vectors shipped with them (a client's model) and the built-in embedder's."""
+vector spaces: the all-MiniLM-L6-v2 vectors shipped with them (a client's model) and the built-in model's (the same
+model, run by the service)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT)]
 
-from consolidation.embedding import HashingEmbedder  # noqa: E402
+from consolidation.embedding import MiniLMEmbedder  # noqa: E402
 from consolidation.hygiene.calibration import LabelledPair, PairSet  # noqa: E402
 
 QUALITY = ROOT.parent / "shared" / "quality"
@@ -35,7 +36,7 @@ def raw_pairs() -> dict[str, list[dict]]:
 
 def vectors(space: str, texts: list[str]) -> dict[str, np.ndarray]:
     if space == "built-in":
-        return dict(zip(texts, HashingEmbedder(384).embed(texts)))
+        return dict(zip(texts, MiniLMEmbedder().embed(texts)))
     shipped = np.load(QUALITY / "vectors.npz")
     return dict(zip(shipped["texts"].tolist(), shipped["vectors"]))
 

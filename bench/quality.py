@@ -43,7 +43,7 @@ import public_pairs  # noqa: E402
 import update_cases  # noqa: E402
 
 from consolidation.hygiene.calibration import PairSet, Score, curve, fit  # noqa: E402
-from consolidation.hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds  # noqa: E402
+from consolidation.hygiene.judge import CLIENT_THRESHOLDS, Thresholds  # noqa: E402
 from consolidation.episodes import episode_links  # noqa: E402
 from consolidation.rules import association_for  # noqa: E402
 from consolidation.service import build_services  # noqa: E402
@@ -89,7 +89,7 @@ def calibration(space: str) -> dict:
     sets = public_pairs.pair_sets(space) + [memory_pairs.pair_set(n, space) for n in memory_pairs.names()]
     training = [s for s in sets if s.name in TRAINING]
     chosen, _ = fit(training, {name: PRECISION[name] for name in TRAINING}, floor=0.75)
-    shipped = CLIENT_THRESHOLDS if space == "client MiniLM" else BUILT_IN_THRESHOLDS
+    shipped = CLIENT_THRESHOLDS  # the built-in model is all-MiniLM-L6-v2: one calibration for both
     return {"chosen": chosen, "shipped": shipped, "sets": sets,
             "scores": {s.name: s.judged(shipped) for s in sets},
             "cosine": {s.name: s.cosine_at(COSINE_PRECISION.get(s.name, 0.999)) for s in sets},

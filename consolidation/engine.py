@@ -91,6 +91,14 @@ class Run:
                 **({"as_of": to_iso(self.as_of)} if self.as_of else {})}
 
 
+# The tasks that compare memories' vectors with each other: never while a reembed leaves two models' in the store.
+COMPARES_VECTORS = ("dedup", "creative", "cluster", "entities")
+
+
+class HalfMoved(Exception):
+    """The store holds vectors of two models until a reembed finishes."""
+
+
 class ConsolidationEngine:
     """Owns the tasks, the run lease and the records; the API and the scheduler both go through it."""
 
@@ -459,6 +467,9 @@ class ConsolidationEngine:
                           handoff=run.handoff)
         started = time.monotonic()
         try:
+            if task in COMPARES_VECTORS and control.get("reembed_target") is not None:
+                raise HalfMoved(f"a reembed to {control['reembed_target']} has not finished: {task} compares no "
+                                "vectors of two models (run `consolidation reembed` to finish it)")
             # The task may fall back to a full pass (its report then says so, overriding the plan's words).
             with collection_paused():
                 report = {"pass": plan.name, "pass_reason": plan.reason, **TASKS[task](ctx, run.dry_run),
@@ -471,6 +482,8 @@ class ConsolidationEngine:
         except RunCancelled:  # at a safe point (between chunks): what was written is whole
             run.cancelled = True
             report = {"pass": plan.name, "success": False, "cancelled": True, "error": CANCELLED_DURING}
+        except HalfMoved as exc:
+            report = {"pass": plan.name, "success": False, "error": str(exc)}
         except Exception as exc:  # a failing task is recorded and retried later; it must not end the run
             log.exception("consolidation %s failed run=%s", task, run.id)
             report = {"pass": plan.name, "success": False, "error": f"{type(exc).__name__}: {exc}"}

@@ -12,7 +12,6 @@ from flask import Flask, jsonify, request
 from consolidation.embedding import HashingEmbedder, MiniLMEmbedder, build_embedder
 from consolidation.embedding import minilm
 from consolidation.errors import EmbeddingUnavailable
-from consolidation.hygiene.merges import PairJudge  # noqa: F401  (the judge the built_in flag chooses for)
 from consolidation.service import build_services
 from consolidation.settings import SettingsError
 from tests.conftest import TOKEN, add_memory, make_settings, unit
@@ -290,6 +289,9 @@ def test_an_interrupted_reembed_leaves_text_work_refused_and_a_second_one_finish
         assert client.post("/reembed", json={}, headers=AUTH).status_code == 503
         refused = client.post("/recall", json={"query": "fact"}, headers=AUTH)
         assert refused.status_code == 409 and "has not finished" in refused.get_json()["detail"]
+        half = services.engine.run(["dedup", "decay"])["result"]
+        assert half["dedup"]["success"] is False and "has not finished" in half["dedup"]["error"]
+        assert half["decay"]["success"] is True  # scores compare no vectors
         monkeypatch.setattr(services.graphs.get(None).engine.embedder, "embed", real)
         services.graphs.get(None).engine.space.forget()
         finished = client.post("/reembed", json={}, headers=AUTH).get_json()
@@ -311,3 +313,17 @@ def test_only_the_hashing_embedders_vectors_are_judged_on_its_thresholds(tmp_pat
         assert built_in == {hashed: True, legacy: True, model: False, client: False}
     finally:
         services.close()
+
+
+def test_a_model_nobody_calibrated_is_judged_on_the_conservative_line(tmp_path):
+    from consolidation.hygiene.judge import CLIENT_THRESHOLDS, UNCALIBRATED_THRESHOLDS
+    from consolidation.tasks.dedup import client_thresholds
+
+    builtin = make_settings(tmp_path, embedding_provider="builtin", vector_size=384)
+    assert client_thresholds(builtin) == CLIENT_THRESHOLDS  # the built-in model is the calibrated one
+    openai = make_settings(tmp_path, embedding_provider="openai", openai_api_key="k", vector_size=384)
+    assert client_thresholds(openai) == UNCALIBRATED_THRESHOLDS
+    assert UNCALIBRATED_THRESHOLDS.same_fact > CLIENT_THRESHOLDS.same_fact
+    calibrated = make_settings(tmp_path, embedding_provider="openai", openai_api_key="k", vector_size=384,
+                               consolidation_dedup_same_fact_similarity=0.8)
+    assert client_thresholds(calibrated).same_fact == 0.8  # the deployment's own calibration wins

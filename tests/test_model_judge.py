@@ -490,3 +490,42 @@ def test_dedup_asks_the_model_whether_a_new_measure_replaces_the_old_and_follows
         assert len(model.requests) == 1 and again["supersessions"] == []  # made already, nothing asked
     finally:
         services.close()
+
+
+def test_the_model_judge_settles_proposals_it_can_answer_and_leaves_the_rest_for_review(tmp_path, model):
+    """A proposal (a state, then something new beside it: the rules' evidence falls short) goes to the model
+    with the supersession question; "replaces" applies it with the reason saying who decided, "does not" drops
+    it, and a model that cannot be reached leaves it proposed."""
+    from tests.test_natural_rules import _organises_then_starts
+
+    def build(name):
+        return build_services(make_settings(tmp_path / name, summarizer_llm_url=model.url,
+                                            summarizer_llm_model=MODEL, consolidation_dedup_model_judge=True))
+
+    for verdict, name in ((True, "replaces"), (False, "apart")):
+        model.reply = lambda pairs, v=verdict: json.dumps({"answers": [{"pair": n, "replaces": v} for n in pairs]})
+        services = build(name)
+        try:
+            older, newer = _organises_then_starts(services)
+            report = services.engine.run(["dedup"], full=True)["result"]["dedup"]
+            assert report["proposal_model_judge"]["asked"] == 1
+            assert model.asked_texts()[-1] == (services.stores.graph.get_memory(older)["content"],
+                                               services.stores.graph.get_memory(newer)["content"])
+            assert report["proposals_total"] == 0
+            if verdict:
+                (applied,) = report["supersessions"]
+                assert (applied["newer"], applied["older"]) == (newer, older)
+                assert "evidence fell short" in applied["reason"] and "model judge said it replaces" in applied["reason"]
+                assert services.stores.graph.get_memory(older)["superseded_by"] == newer
+            else:
+                assert report["supersessions"] == [] and not services.stores.graph.get_memory(older).get("superseded_by")
+        finally:
+            services.close()
+    model.status = 503
+    services = build("down")
+    try:
+        _organises_then_starts(services)
+        report = services.engine.run(["dedup"], full=True)["result"]["dedup"]
+        assert report["proposals_total"] == 1 and report["supersessions"] == []
+    finally:
+        services.close()

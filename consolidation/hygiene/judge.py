@@ -46,10 +46,14 @@ class Thresholds:
 
 
 # Calibrated by `consolidation calibrate` on the public labelled pairs (MRPC train, STS-B train; docs/quality.md):
-# for all-MiniLM-L6-v2 vectors (what a client's model is taken to be unless settings say otherwise), and for the
-# built-in embedder's (found by the vectors themselves: see tasks/dedup.py).
+# for all-MiniLM-L6-v2 vectors (the built-in model's, and what a client's model is taken to be while the service
+# embeds with it or with the hashing embedder), and for the hashing embedder's (EMBEDDING_PROVIDER=hash).
 CLIENT_THRESHOLDS = Thresholds(0.75, 0.06, 0.1, 0.95, restated=0.9)
 BUILT_IN_THRESHOLDS = Thresholds(0.82, 0.0, 0.4, 0.0)
+# For a model nobody calibrated (another provider's, unless the settings give its thresholds): only texts that are
+# nearly the same merge, whatever the model's scale (0.95 is near-identity for every sentence model we measured),
+# and no restatement rule: a wrong merge hides a fact, a missed one costs a slot.
+UNCALIBRATED_THRESHOLDS = Thresholds(0.95, 0.02, 0.2, 0.99)
 
 
 @dataclass(frozen=True, slots=True)

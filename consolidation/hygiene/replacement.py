@@ -33,6 +33,7 @@ from .facts import STOPWORDS, read_fact
 from .lexicon import MOVING_VERBS, TAKING_VERBS
 
 SWAP, FLIP, ENDING, CLOSEST, NAMED = "swap", "flip", "ending", "closest", "named"
+PROPOSED = "; proposed, not applied: "  # what a proposal's reason says before why its evidence fell short
 # Verbs whose past form states what was so for a while (a state: "worked in the New York office", "owned a
 # Prius"), not something that happened once ("attended a parade", "played a game").
 STATIVE_PAST = frozenset("be have own possess live reside work use belong know".split())
@@ -161,7 +162,7 @@ def unrelated(olders: Sequence[Candidate], similarity: Callable[[Candidate, Cand
 
 
 def proposed(supersession: Supersession, why: str) -> Supersession:
-    return replace(supersession, reason=f"{supersession.reason}; proposed, not applied: {why}")
+    return replace(supersession, reason=f"{supersession.reason}{PROPOSED}{why}")
 
 
 def is_state(clause: Clause) -> bool:

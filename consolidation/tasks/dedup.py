@@ -16,9 +16,9 @@ import numpy as np
 from ..hygiene.candidate import Candidate
 from ..hygiene.changes import Contradiction, Supersession, changes_over_time, simultaneous_conflicts
 from ..hygiene.facts import read_fact
-from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, Thresholds
+from ..hygiene.judge import BUILT_IN_THRESHOLDS, CLIENT_THRESHOLDS, UNCALIBRATED_THRESHOLDS, Thresholds
 from ..hygiene.merges import Judged, Merge, PairJudge, duplicate_groups, exact_cosine, fact_ids, with_same_facts
-from ..hygiene.replacement import proposed, shortfall
+from ..hygiene.replacement import PROPOSED, proposed, shortfall
 from ..hygiene.model_judge import REPLACES, SAME_FACT, GreyPair, Question, model_judge_from, pair_key
 from ..hygiene.terms import TERMS_VERSION, stored_terms, terms_stamp
 from ..hygiene.updates import Settled, Vectors, plain_updates, statement_groups, subjects_concerned
@@ -102,13 +102,22 @@ def pair_judge(settings) -> PairJudge:
     return PairJudge(chosen, chosen)
 
 
+# The providers whose texts' vectors are all-MiniLM-L6-v2's (builtin), or which leave client vectors taken to be
+# (hash): the calibrated thresholds hold.
+CALIBRATED_PROVIDERS = ("builtin", "hash")
+
+
 def client_thresholds(settings) -> Thresholds:
     """The calibrated thresholds for a client model, with whichever ones the settings give instead."""
     given = {"same_fact": settings.consolidation_dedup_same_fact_similarity,
              "per_added_term": settings.consolidation_dedup_similarity_per_added_term,
              "per_added_share": settings.consolidation_dedup_similarity_per_added_share,
              "swapped": settings.consolidation_dedup_swapped_similarity}
-    return replace(CLIENT_THRESHOLDS, **{name: value for name, value in given.items() if value is not None})
+    # The calibration holds for all-MiniLM-L6-v2; under another provider's model the conservative line holds
+    # until the deployment calibrates its own.
+    calibrated = settings.chosen_embedding_provider in CALIBRATED_PROVIDERS
+    return replace(CLIENT_THRESHOLDS if calibrated else UNCALIBRATED_THRESHOLDS,
+                   **{name: value for name, value in given.items() if value is not None})
 
 
 def judge_all(ctx: TaskContext, candidates: list[Candidate], pairs: Pairs, unit: np.ndarray,
@@ -174,8 +183,34 @@ def with_plain_updates(ctx: TaskContext, active: Sequence[Candidate], groups: di
         settled, report = asked
         if settled.verdicts:
             found = plain_updates(groups, vectors, decided, restated, settled)
-    return (supersessions + apart_from(found.supersessions, contradictions),
-            proposals + apart_from(found.proposals, contradictions), report)
+    proposals = proposals + apart_from(found.proposals, contradictions)
+    confirmed, proposals, asked_proposals = settled_proposals(ctx, proposals, active, dry_run)
+    return (supersessions + apart_from(found.supersessions, contradictions) + confirmed, proposals,
+            {**report, **asked_proposals})
+
+
+def settled_proposals(ctx: TaskContext, proposals: list[Supersession], active: Sequence[Candidate],
+                      dry_run: bool) -> tuple[list[Supersession], list[Supersession], dict[str, Any]]:
+    """The proposals the model judge settles, when one is set up: the ones it says replace the older statement
+    are applied (the reason says who decided), the ones it says do not are dropped, and what it cannot answer
+    (no verdict, a failure, a dry run) stays for review. Returns (applied, still proposed, the report's part)."""
+    texts = {c.id: c.content for c in active}
+    asked = [p for p in proposals if p.older in texts and p.newer in texts]
+    grey = [GreyPair(texts[p.older], texts[p.newer], p.confidence, False) for p in asked]
+    settled = ask_model(ctx, grey, REPLACES, "proposal_model_judge", dry_run) if grey else None
+    if settled is None:
+        return [], proposals, {}
+    verdicts, report = settled
+    applied, kept = [], []
+    for proposal in proposals:
+        known = proposal.older in texts and proposal.newer in texts
+        verdict = verdicts.get(texts[proposal.older], texts[proposal.newer]) if known else None
+        if verdict is True:
+            why = proposal.reason.replace(PROPOSED, "; the rules' evidence fell short: ")
+            applied.append(replace(proposal, reason=f"{why}; the model judge said it replaces it"))
+        elif verdict is None:
+            kept.append(proposal)
+    return applied, kept, report
 
 
 def weighed_changes(supersessions: list[Supersession], active: Sequence[Candidate]
