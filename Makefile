@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATA_DIR ?= data
 
-.PHONY: run test bench quality eval setup browser screenshot clean interop
+.PHONY: run test bench quality eval docs setup browser screenshot clean interop
 
 setup: $(VENV)/.installed
 
@@ -37,6 +37,10 @@ bench: setup
 
 quality: setup
 	$(BIN)/python bench/quality.py
+
+# The reference pages from the code: docs/api.md (the OpenAPI document), docs/configuration.md (the settings).
+docs: setup
+	$(BIN)/python scripts/reference_docs.py
 
 # Does consolidation help recall on natural memory? LoCoMo-format conversations (EVAL_DATA, default
 # ../shared/natural/) recalled before and after a full run and a replay, both vector regimes; the tables into

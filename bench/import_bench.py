@@ -5,8 +5,7 @@ directly) of N memories, alone.
 
     .venv/bin/python bench/import_bench.py --memories 100000
 
-Each measurement runs in its own process, on a store of its own. Prints a Markdown table (CHANGELOG.md,
-"Issue 43").
+Each measurement runs in its own process, on a store of its own. Prints a Markdown table.
 """
 
 from __future__ import annotations

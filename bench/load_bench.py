@@ -7,7 +7,7 @@ either way) it loads N memories once, then for each CONSOLIDATION_WORKER starts 
 as `make run` does and measures: the requests alone (no run), then the same load while `POST /consolidate
 {"full": true, "wait": true}` follows the last one. The load is open-loop: each request leaves at its planned
 moment whatever the others do, so a stall shows as latency instead of as fewer requests. Prints a Markdown
-table (CHANGELOG.md, "Issue 32").
+table.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ from consolidation.timeutil import parse_iso  # noqa: E402
 TOKEN = "quality-admin-token-0123456789"
 KINDS = ("explains", "shares_theme", "parallel_context", "same_episode")
 SPACES = ("built-in", "client MiniLM")
-# What each set must reach (issue 29): precision on equivalence sets and memory sets, 0.95 on news pairs.
+# What each set must reach: precision on equivalence sets and memory sets, 0.95 on news pairs.
 PRECISION = {"mrpc-train": 0.955, "stsb-train": 0.975, "quality_set": 0.999, "holdout": 0.999}
 COSINE_PRECISION = {"mrpc-train": 0.90, "stsb-train": 0.97, "stsb-dev": 0.97}
 TRAINING = ("mrpc-train", "stsb-train", "quality_set", "holdout")
@@ -295,12 +295,14 @@ def write(out: Path, calibrations: dict, public: dict, memory: dict, notes: dict
     lines = ["# Memory hygiene quality", "",
              "Written by `make quality` (`.venv/bin/python bench/quality.py`): the dedup judge's calibration on",
              "labelled pairs, then the real service (embedded stores) on labelled data in two vector spaces:",
-             "**built-in** (texts imported without embeddings) and **client MiniLM** (all-MiniLM-L6-v2 vectors sent",
-             "with the memories, as a client with its own model does). Precision on public pair sets is at an even",
+             "**built-in** (texts imported without embeddings: the service's own all-MiniLM-L6-v2 embeds them) and",
+             "**client MiniLM** (all-MiniLM-L6-v2 vectors sent with the memories, as a client with its own model",
+             "does). Both are one model, with one calibration: where their figures differ, only the order of",
+             "equal-scored work does. Precision on public pair sets is at an even",
              "mix of same and different pairs (each different pair weighs #same / #different), the way test sets",
              "are drawn; the counts beside it are raw. \"Cosine rule\" is a plain `merge when cosine >= t` on the",
-             "same pairs with the most recall at the same precision (at the precision the issue names for the",
-             "baseline in the calibration tables: 0.90 for MRPC, 0.97 otherwise).", ""]
+             "same pairs with the most recall at the same precision (the baseline's precision in the calibration",
+             "tables: 0.90 for MRPC, 0.97 otherwise).", ""]
     lines += _calibration_section(calibrations)
     if public:
         lines += _public_section(public)
@@ -336,7 +338,7 @@ def _calibration_section(calibrations: dict) -> list[str]:
              "`consolidation.hygiene.calibration.fit` tries every combination of the judge's thresholds and keeps",
              "the one with the most recall (mean over the sets) that reaches every training set's precision:",
              ", ".join(f"{n} {p}" for n, p in PRECISION.items()) + ". Held out (never used to choose): STS-B dev",
-             "and bench/holdout2. The same code is `consolidation calibrate` for a deployment's own model (README).",
+             "and bench/holdout2. The same code is `consolidation calibrate` for a deployment's own model (docs/hygiene.md).",
              ""]
     for space, c in calibrations.items():
         lines += [f"### {space} vectors", "", f"- fit chose: {_thresholds(c['chosen'])}",
@@ -382,7 +384,7 @@ def _public_section(public: dict) -> list[str]:
 
 def _memory_section(memory: dict) -> list[str]:
     lines = ["## Memory sets through the service", "",
-             "Imported whole, one dedup run, then a second. Targets (issue 29): merge precision >= 0.97, zero",
+             "Imported whole, one dedup run, then a second. Targets: merge precision >= 0.97, zero",
              "look-alike merges and updates merged; supersession precision >= 0.9 and recall >= 0.6; no",
              "supersession of a distractor (a sentence with change-like words that changes nothing), no",
              "contradiction among the items of a list or across subjects; the second run writes nothing.", ""]

@@ -39,6 +39,7 @@ class VectorSpace:
                  clock: Callable[[], float] = time.monotonic):
         self.models, self.configured_model, self.clock = models, configured_model, clock
         self._read: tuple[float, ModelState] | None = None
+        self._looked_at_memories = False
         self._lock = threading.Lock()
 
     def state(self) -> ModelState:
@@ -62,9 +63,12 @@ class VectorSpace:
 
     def _state(self) -> ModelState:
         recorded, moving = self.models.recorded()
-        if recorded is None:
+        if recorded is None and not self._looked_at_memories:
+            # A store written before its model was recorded: what its memories name is recorded now. Looked for
+            # once per process (a scan when none names one): later records come from the control node.
+            self._looked_at_memories = True
             recorded = self.models.named_by_memories()
-            if recorded is not None:  # a store written before its model was recorded: recorded now, read once
+            if recorded is not None:
                 self.models.record(recorded, moving)
         if recorded is None:
             return ModelState(self.configured_model, False, self.configured_model, moving)
@@ -94,5 +98,7 @@ class VectorSpace:
             self.forget()
 
     def forget(self) -> None:
+        """Read the record again at the next question (and what the memories name: a test's store may change)."""
         with self._lock:
             self._read = None
+            self._looked_at_memories = False

@@ -254,6 +254,9 @@ def test_the_dashboard_in_a_real_browser(service, browser, request, tmp_path):
     # The token lives in a script variable only: nothing in storage, cookies or the address bar.
     assert page.evaluate("localStorage.length + sessionStorage.length") == 0
     assert page.context.cookies() == [] and TOKEN not in page.url
+    # Which model made the store's vectors, beside the configured one (the same here: no warning).
+    models = page.inner_text("#embedding-models")
+    assert "store hash" in models and "configured hash" in models and "409" not in models
     finding_comes_first(page, 1000)
     # The restorable card opens on every kind at once (archived, merged, then deleted): never on an empty tab.
     assert page.get_attribute('#restorable-kinds button[aria-selected="true"]', "data-kind") == ""

@@ -27,6 +27,7 @@ def require_admin(view):
         _check(admin_only=True)
         return view(*args, **kwargs)
 
+    checked.required_token = "admin"  # what the OpenAPI document says of the route (x-token)
     return checked
 
 
@@ -38,6 +39,7 @@ def require_token(view):
         _check(admin_only=False)
         return view(*args, **kwargs)
 
+    checked.required_token = "token"
     return checked
 
 

@@ -135,14 +135,19 @@ def openapi_document(app: flask.Flask) -> dict[str, Any]:
     every app create_app makes has the same routes, so that is every app's document."""
     document = copy.deepcopy(api.spec)
     for rule in app.url_map.iter_rules():
-        fragment = _amendment(app.view_functions[rule.endpoint])
+        view = app.view_functions[rule.endpoint]
+        fragment, token = _amendment(view), _required_token(view)
         graph = rule.endpoint.partition(".")[0] in GRAPH_BLUEPRINTS
-        if fragment is None and not graph:
+        if fragment is None and not graph and token is None:
             continue
         path, _ = api.backend.parse_path(rule, None)
         for method in rule.methods - {"HEAD", "OPTIONS"}:
-            operation = document["paths"][path][method.lower()]
+            operation = document["paths"].get(path, {}).get(method.lower())
+            if operation is None:
+                continue
             _merge(operation, fragment or {})
+            if token is not None:
+                operation["x-token"] = token  # admin: only the admin token; token: any of the service's tokens
             if graph:
                 operation.setdefault("parameters", []).append(copy.deepcopy(GRAPH_PARAMETER))
                 operation["responses"].setdefault("404", copy.deepcopy(UNKNOWN_GRAPH))
@@ -164,6 +169,15 @@ def _add_scope_properties(document: dict[str, Any], names: tuple[str, ...]) -> N
                     "type": "string", "minLength": 1, "maxLength": MAX_VALUE_CHARS,
                     "description": "a scope property (CONSOLIDATION_SCOPE_PROPERTIES): printable characters; "
                                    "memories of different scopes are never consolidated together"}
+
+
+def _required_token(view: Callable) -> str | None:
+    """admin or token, as the route's auth decorator says (None: the route takes no token)."""
+    while view is not None:
+        if hasattr(view, "required_token"):
+            return view.required_token
+        view = getattr(view, "__wrapped__", None)
+    return None
 
 
 def _amendment(view: Callable) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ from .falkor import Falkor
 # pages to its last one. An item takes what its JSON takes in the graph: 206 bytes for a forget decision (its id,
 # action, reason, relevance and when it may be deleted; the memory's text is read when its page is opened), about
 # 3.7 KB for a cluster with its first 100 member ids. A forget deciding on every one of a million memories keeps
-# 206 MB (README "Report lists page to their last item"), so what is kept over every run is bounded by
+# 206 MB (docs/http.md, "Report lists page to their last item"), so what is kept over every run is bounded by
 # CONSOLIDATION_REPORT_KEPT_BYTES (256 MB): the newest runs keep their lists, older ones then page through what
 # their records keep.
 PAGE_LABEL = "ConsolidationServiceReportPage"
