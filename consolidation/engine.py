@@ -108,7 +108,6 @@ class ConsolidationEngine:
         self.stores = stores
         self.clock = clock
         self.summarizer = summarizer
-        self.embedder = embedder
         falkor = stores.graph.falkor
         # Which model made the store's vectors, against the configured one (text work across two is refused).
         self.space = VectorSpace(EmbeddingModels(falkor), embedder.model)
@@ -249,13 +248,12 @@ class ConsolidationEngine:
         run reads vectors of two models and only one process re-embeds."""
         if dry_run:
             self.stores.ensure_ready()
-            return reembed(self.space, self.stores.graph, self.stores.vectors, self.embedder, True, progress)
+            return reembed(self.space, self.lifecycle, True, progress)
         with self._lease_alone("reembed") as run:
             keeper = self._lease_keeper(run)
             keeper.start()
             try:
-                return reembed(self.space, self.stores.graph, self.stores.vectors, self.embedder, False, progress,
-                               stop=lambda: run.lease_lost)
+                return reembed(self.space, self.lifecycle, False, progress, stop=lambda: run.lease_lost)
             finally:
                 keeper.stop()
 

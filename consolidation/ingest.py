@@ -122,7 +122,7 @@ class MemoryService:
         self.recall = Recall(stores.graph, stores.vectors, settings.recall_associated_similarity)
 
     def recall_query(self, body: dict[str, Any], bound: Scope | None = None) -> RecallQuery:
-        """A recall request's query, its text embedded by the built-in embedder unless it sent an embedding;
+        """A recall request's query, its text embedded by the configured embedder unless it sent an embedding;
         a scoped caller's recall is of its own scope."""
         self.stores.ensure_ready()
         query, embedding = body.get("query"), parse_embedding(body.get("embedding"), self.settings.vector_size)
@@ -280,7 +280,7 @@ class MemoryService:
                           "POST /reconcile finds what is left", len(created), len(previous))
 
     def _points(self, memories: list[NewMemory]) -> list[VectorPoint]:
-        """Each memory's vector: its own embedding, or the built-in embedder's of its content."""
+        """Each memory's vector: its own embedding, or the configured embedder's of its content (recorded)."""
         missing = [m for m in memories if m.embedding is None]
         if missing:
             self.space.check_text_work("a memory without an embedding")

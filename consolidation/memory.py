@@ -115,7 +115,7 @@ def parse_memory(body: Any, *, vector_size: int, max_content_chars: int, now: da
     if properties["archived"]:  # an archived import is no longer current: its score capped (scoring.as_stored)
         properties["relevance_score"] = min(properties["relevance_score"], NOT_CURRENT_RELEVANCE)
     embedding = parse_embedding(fields.embedding if packed is None else packed, vector_size)
-    # Whose vector it is: dedup judges two memories embedded by the built-in embedder on its calibration.
+    # Whose vector it is: the service embedded it (which model: embedding_model, set where it embeds).
     properties[EMBEDDED_BY] = BUILT_IN_EMBEDDER if embedding is None else None
     return NewMemory(properties, embedding)
 

@@ -5,22 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .embedding import Embedder
-from .stores.embedding_models import EmbeddingModels
-from .stores.graph import GraphStore
-from .stores.vectors import VectorPoint, VectorStore, payload_of
+from .lifecycle import Lifecycle
 from .vector_space import VectorSpace
 
 # Memories embedded and written at a time: each chunk is done whole, so a kill loses at most one chunk's work.
 CHUNK = 256
 
 
-def reembed(space: VectorSpace, graph: GraphStore, vectors: VectorStore, embedder: Embedder, dry_run: bool,
-            progress: Callable[[int, int], None], stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+def reembed(space: VectorSpace, lifecycle: Lifecycle, dry_run: bool, progress: Callable[[int, int], None],
+            stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """Re-embed what the configured model did not make. Resumable: the store is marked as moving first, each
     chunk's vectors are written before its nodes say so, and a new start takes up what is still another model's.
     The record names the new model only when nothing is left."""
-    models: EmbeddingModels = space.models
+    models = space.models
     before = space.state()
     target = space.configured_model
     ids, by_model = models.not_made_by(target)
@@ -38,14 +35,7 @@ def reembed(space: VectorSpace, graph: GraphStore, vectors: VectorStore, embedde
     for start in range(0, len(ids), CHUNK):
         if stop():
             return {**report, "reembedded": done, "finished": False}
-        memories = graph.get_memories(ids[start:start + CHUNK])
-        fresh = embedder.embed([m.get("content") or "" for m in memories])
-        for memory in memories:
-            memory["embedding_model"] = target
-        vectors.upsert([VectorPoint(m["id"], v, payload_of(m, graph.scoping)) for m, v in zip(memories, fresh)])
-        made = [m["id"] for m in memories]
-        models.mark_made_by(made, target)
-        graph.mark_changed(made)  # new vectors: new neighbours for the next incremental run
+        lifecycle.embed_again(ids[start:start + CHUNK])
         done += len(ids[start:start + CHUNK])
         progress(done, len(ids))
     models.record(target)

@@ -146,20 +146,21 @@ class Settings(BaseModel):
                           "search's threshold; the judge's own thresholds are higher)"
     )
     consolidation_dedup_vectors: Literal["auto", "built-in", "client"] = Field(
-        "auto", description="auto, built-in or client: whose vectors the similarities are (auto: the built-in "
-                            "embedder's when a sample of stored vectors is what it makes of their texts)")
+        "auto", description="auto, built-in or client: whose thresholds the judge uses (auto: the hashing "
+                            "embedder's for two memories it embedded, a sentence model's for the others)")
     consolidation_dedup_same_fact_similarity: Fraction | None = Field(
-        None, description="a cosine similarity 0..1 two texts with no term added need (client vectors; empty: "
-                          "the calibrated default; `consolidation calibrate` finds your model's)")
+        None, description="a cosine similarity 0..1 two texts with no term added need (a sentence model's "
+                          "vectors; empty: the calibrated default; `consolidation calibrate` finds your model's)")
     consolidation_dedup_similarity_per_added_term: float | None = Field(
         None, ge=0, le=0.5, description="a number 0..0.5 the similarity needed rises by per term one text adds "
-                                        "(client vectors; empty: the calibrated default)")
+                                        "(a sentence model's vectors; empty: the calibrated default)")
     consolidation_dedup_similarity_per_added_share: float | None = Field(
         None, ge=0, le=1, description="a number 0..1 the similarity needed rises by, times the share of a text's "
-                                      "terms the other lacks (client vectors; empty: the calibrated default)")
+                                      "terms the other lacks (a sentence model's vectors; empty: the calibrated "
+                                      "default)")
     consolidation_dedup_swapped_similarity: Fraction | None = Field(
         None, description="a cosine similarity 0..1 two texts each with a term the other lacks need at least "
-                          "(client vectors; empty: the calibrated default)")
+                          "(a sentence model's vectors; empty: the calibrated default)")
     consolidation_dedup_model_judge: bool = Field(
         False, description="true or false: ask the SUMMARIZER_LLM_URL model about the pairs the rules cannot "
                            "settle (needs SUMMARIZER_LLM_URL)")

@@ -50,46 +50,47 @@ def openapi_document() -> dict[str, Any]:
 
 def api_page(document: dict[str, Any]) -> str:
     schemas = document["components"]["schemas"]
+    schemes = document["components"].get("securitySchemes", {}).items()
     lines = [GENERATED, "", "# HTTP API", "", document["info"].get("description", ""), "",
-             "A route's token goes in a header: " + "; or ".join(
-                 scheme.get("description", name) for name, scheme in
-                 document["components"].get("securitySchemes", {}).items()) + ". *admin*: only the admin token; "
-             "*token*: the admin token, API_TOKEN, or a token of API_TOKENS (then within its scope); *none*: no "
-             "token. `/docs` serves the same document in Swagger UI.", "", "| route | token | what it does |",
-             "|---|---|---|"]
+             "A route's token goes in a header: " + "; or ".join(scheme.get("description", name)
+                                                                 for name, scheme in schemes)
+             + ". *admin*: only the admin token; *token*: the admin token, API_TOKEN, or a token of API_TOKENS "
+             "(then within its scope); *none*: no token. How requests are read and errors shaped: "
+             "[http.md](http.md). `/docs` serves the same document in Swagger UI.", "",
+             "| route | token | what it does |", "|---|---|---|"]
     operations = [(path, method, spec) for path, item in document["paths"].items()
                   for method, spec in item.items() if method in METHODS]
+    lines += [f"| [`{method.upper()} {path}`](#{_anchor(method, path)}) | {_who(spec)} | "
+              f"{_first_sentence(spec.get('summary', ''))} |" for path, method, spec in operations]
     for path, method, spec in operations:
-        lines.append(f"| [`{method.upper()} {path}`](#{_anchor(method, path)}) | {_who(spec)} | "
-                     f"{_first_sentence(spec.get('summary', ''))} |")
-    for path, method, spec in operations:
-        lines += ["", f"## {method.upper()} {path}", "", spec.get("summary", "").strip() or "(no summary)", ""]
-        if spec.get("description"):
-            lines += [spec["description"].strip(), ""]
-        lines.append(f"Token: {_who(spec)}.")
-        parameters = [p for p in spec.get("parameters", []) if p["name"] != "X-Graph"]
-        if any(p["name"] == "X-Graph" for p in spec.get("parameters", [])):
-            lines.append("Addresses one graph: the `X-Graph` header names it (default: `FALKORDB_GRAPH`).")
-        if parameters:
-            lines += ["", "| parameter | in | type | required | meaning |", "|---|---|---|---|---|"]
-            lines += [f"| `{p['name']}` | {p['in']} | {_type(p.get('schema', {}), schemas)} | "
-                      f"{'yes' if p.get('required') else 'no'} | {_cell(p.get('description', ''))} |"
-                      for p in parameters]
-        body = spec.get("requestBody", {}).get("content", {})
-        for media, content in body.items():
-            lines += ["", f"Body ({media}{'' if spec['requestBody'].get('required') else ', optional'}):"]
-            lines += _fields(content.get("schema", {}), schemas)
-        lines += ["", "| answer | body |", "|---|---|"]
-        for status in sorted(spec.get("responses", {})):
-            answer = spec["responses"][status]
-            schema = next(iter(answer.get("content", {}).values()), {}).get("schema")
-            lines.append(f"| {status} {answer.get('description', '')} | {_type(schema, schemas) if schema else '—'} |")
-        lines += ["", "Example:", "", "```", _example(method, path, spec, schemas), "```"]
-    models = sorted({name for path, method, spec in operations for name in _models_of(spec)})
+        lines += _route(path, method, spec, schemas)
     lines += ["", "## Answer and body models", ""]
-    for name in models:
+    for name in sorted({name for _, _, spec in operations for name in _models_of(spec)}):
         lines += [f"### {name}", ""] + _fields({"$ref": f"#/components/schemas/{name}"}, schemas) + [""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _route(path: str, method: str, spec: dict[str, Any], schemas: dict[str, Any]) -> list[str]:
+    """One route's section: what it does, its token, parameters, body, answers and an example."""
+    lines = ["", f"## {method.upper()} {path}", "", spec.get("summary", "").strip() or "(no summary)", ""]
+    if spec.get("description"):
+        lines += [spec["description"].strip(), ""]
+    lines.append(f"Token: {_who(spec)}.")
+    parameters = [p for p in spec.get("parameters", []) if p["name"] != "X-Graph"]
+    if len(parameters) < len(spec.get("parameters", [])):
+        lines.append("Addresses one graph: the `X-Graph` header names it (default: `FALKORDB_GRAPH`).")
+    if parameters:
+        lines += ["", "| parameter | in | type | required | meaning |", "|---|---|---|---|---|"]
+        lines += [f"| `{p['name']}` | {p['in']} | {_type(p.get('schema', {}), schemas)} | "
+                  f"{'yes' if p.get('required') else 'no'} | {_cell(p.get('description', ''))} |" for p in parameters]
+    for media, content in spec.get("requestBody", {}).get("content", {}).items():
+        lines += ["", f"Body ({media}{'' if spec['requestBody'].get('required') else ', optional'}):"]
+        lines += _fields(content.get("schema", {}), schemas)
+    lines += ["", "| answer | body |", "|---|---|"]
+    for status, answer in sorted(spec.get("responses", {}).items()):
+        schema = next(iter(answer.get("content", {}).values()), {}).get("schema")
+        lines.append(f"| {status} {answer.get('description', '')} | {_type(schema, schemas) if schema else '—'} |")
+    return lines + ["", "Example:", "", "```", _example(method, path, spec, schemas), "```"]
 
 
 def _who(spec: dict[str, Any]) -> str:

@@ -275,7 +275,7 @@ def test_an_interrupted_reembed_leaves_text_work_refused_and_a_second_one_finish
     try:
         client = client_for(services)
         provider.failures = 100  # dies after the first chunk: the provider goes away
-        real = services.graphs.get(None).engine.embedder.embed
+        real = services.engine.lifecycle.embedder.embed
         calls = []
 
         def first_chunk_only(texts):
@@ -285,15 +285,15 @@ def test_an_interrupted_reembed_leaves_text_work_refused_and_a_second_one_finish
             provider.failures = 0
             return real(texts)
 
-        monkeypatch.setattr(services.graphs.get(None).engine.embedder, "embed", first_chunk_only)
+        monkeypatch.setattr(services.engine.lifecycle.embedder, "embed", first_chunk_only)
         assert client.post("/reembed", json={}, headers=AUTH).status_code == 503
         refused = client.post("/recall", json={"query": "fact"}, headers=AUTH)
         assert refused.status_code == 409 and "has not finished" in refused.get_json()["detail"]
         half = services.engine.run(["dedup", "decay"])["result"]
         assert half["dedup"]["success"] is False and "has not finished" in half["dedup"]["error"]
         assert half["decay"]["success"] is True  # scores compare no vectors
-        monkeypatch.setattr(services.graphs.get(None).engine.embedder, "embed", real)
-        services.graphs.get(None).engine.space.forget()
+        monkeypatch.setattr(services.engine.lifecycle.embedder, "embed", real)
+        services.engine.space.forget()
         finished = client.post("/reembed", json={}, headers=AUTH).get_json()
         assert finished["memories_to_reembed"] == 3 and finished["finished"]  # the first chunk's 2 were done
         assert client.post("/recall", json={"query": "fact"}, headers=AUTH).status_code == 200
@@ -308,7 +308,7 @@ def test_only_the_hashing_embedders_vectors_are_judged_on_its_thresholds(tmp_pat
         legacy = add_memory(services, content="b", embedded_by="built-in")
         model = add_memory(services, content="c", embedded_by="built-in", embedding_model="all-MiniLM-L6-v2")
         client = add_memory(services, content="d")
-        inputs = services.graphs.get(None).engine.lifecycle.hygiene.inputs()
+        inputs = services.engine.lifecycle.hygiene.inputs()
         built_in = dict(zip([c.id if hasattr(c, "id") else c for c in inputs.ids], inputs.built_in))
         assert built_in == {hashed: True, legacy: True, model: False, client: False}
     finally:

@@ -12,8 +12,8 @@ from ..memory import ImportedMemoryFields, MemoryFields, parse_memory_id
 from .auth import bound_scope, is_admin, require_admin, require_token, requester
 from .context import graph, graph_to_write, services
 from .errors import error_response
-from .models import (ConflictBody, DeletedMemory, ErrorBody, Forgotten, ImportQuery, ImportRefused, ImportReport, MemoryAnswer,
-                     PurgeAnswer, PurgeRequest, Restored, Superseded, SupersessionUndone)
+from .models import (ConflictBody, DeletedMemory, ErrorBody, Forgotten, ImportQuery, ImportRefused, ImportReport,
+                     MemoryAnswer, PurgeAnswer, PurgeRequest, Restored, Superseded, SupersessionUndone)
 from .openapi import ADMIN, addresses_graph, TOKEN, amend, answers, api, uuid_in_path
 
 blueprint = addresses_graph(Blueprint("memories", __name__))

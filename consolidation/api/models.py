@@ -564,7 +564,7 @@ class RecallRequest(Strict):
     """POST /recall: what the agent would recall for a query."""
 
     query: str | None = Field(None, min_length=1, max_length=10_000,
-                              description="text, embedded by the built-in embedder (give this or embedding)")
+                              description="text, embedded by the configured embedder (give this or embedding)")
     embedding: list[float] | None = Field(None, description="the query's vector: VECTOR_SIZE numbers, from the "
                                                             "model that embedded the memories")
     k: int = Field(10, ge=1, le=100, description="how many memories to answer")

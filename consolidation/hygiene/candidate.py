@@ -26,7 +26,7 @@ class Candidate:
     content: str = ""
     merged_texts: tuple[str, ...] = ()  # what earlier runs merged into it: it stands for those texts too
     scope: str = ""  # memories of different scopes are never merged, superseded or contradicted
-    built_in: bool = False  # its vector is the built-in embedder's (judged on that embedder's thresholds)
+    built_in: bool = False  # its vector is the hashing embedder's (judged on that embedder's thresholds)
 
     @property
     def variants(self) -> tuple[tuple[Fact, str], ...]:

@@ -51,9 +51,9 @@ class Merge:
 
 @dataclass(frozen=True)
 class PairJudge:
-    """Judges pairs of candidates: with the built-in embedder's thresholds when it made both vectors, else with a
-    client model's; and with the model's verdicts on grey pairs (by `settled_key(first text, second text)`)
-    where it was asked."""
+    """Judges pairs of candidates: with the hashing embedder's thresholds when it made both vectors, else with a
+    sentence model's (the built-in one's, a client's); and with the model's verdicts on grey pairs (by
+    `settled_key(first text, second text)`) where it was asked."""
 
     client: Thresholds
     built_in: Thresholds
@@ -102,7 +102,8 @@ class PairJudge:
         return min(self.client.per_added_term, self.built_in.per_added_term)
 
     def describe(self) -> dict[str, dict[str, float]]:
-        return {"client vectors": self.client.describe(), "built-in embedder's vectors": self.built_in.describe()}
+        return {"sentence model's vectors": self.client.describe(),
+                "hashing embedder's vectors": self.built_in.describe()}
 
 
 @dataclass

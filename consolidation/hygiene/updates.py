@@ -48,7 +48,7 @@ class Margins:
 
 
 # Calibrated on the development update cases and memory sets (docs/quality.md): a client model such as
-# all-MiniLM-L6-v2 places a change near what it changes; the built-in embedder sees shared words only.
+# all-MiniLM-L6-v2 places a change near what it changes; the hashing embedder sees shared words only.
 CLIENT_MARGINS = Margins(0.35, 0.05)
 BUILT_IN_MARGINS = Margins(0.2, 0.05)
 LABELS = frozenset(LABEL_WORDS)
@@ -486,7 +486,7 @@ def _changed(newer: Statement, current: Current, history: History, similarity: V
     if best_score < margins.least:
         return []
     if newer.candidate.built_in and best.candidate.built_in and not _corroborated(newer.clause, best.clause):
-        return []  # the built-in embedder's closeness is shared words: the subject's alone say nothing more
+        return []  # the hashing embedder's closeness is shared words: the subject's alone say nothing more
     close = sorted((at(i) for i in np.flatnonzero(best_score - scores < margins.margin).tolist()
                     if at(i) is best or eligible(at(i))), key=lambda o: o.created)
     if len(close) > 1:

@@ -16,6 +16,7 @@ import numpy as np
 from ..embedding import Embedder
 from ..errors import Conflict, Gone, NotFound
 from ..memory import MAX_COUNT, graph_float
+from ..stores.embedding_models import EmbeddingModels
 from ..stores.graph import GraphStore
 from ..stores.hygiene import HygieneStore
 from ..stores.tombstones import TombstoneStore
@@ -342,13 +343,24 @@ class Lifecycle:
         return len(ids)
 
     def _embed_missing(self, ids: Sequence[str]) -> None:
-        """A node that lost its vector gets one from the built-in embedder of its content."""
+        """A node that lost its vector gets one from the configured embedder of its content."""
         for start in range(0, len(ids), 500):
-            part = ids[start : start + 500]
-            memories = self.graph.get_memories(part)
-            vectors = self.embedder.embed([m.get("content") or "" for m in memories])
-            self.vectors.upsert([VectorPoint(m["id"], v, payload_of(m, self.graph.scoping)) for m, v in zip(memories, vectors)])
-            self.graph.mark_changed([m["id"] for m in memories])  # a new vector: new neighbours
+            self.embed_again(ids[start : start + 500])
+
+    def embed_again(self, ids: Sequence[str]) -> int:
+        """These memories' vectors made again from their texts by the configured embedder: vectors first, then
+        the nodes say which model made them (a crash between leaves them to be made again, never a node naming
+        a model its vector is not of). Returns how many there were."""
+        memories = self.graph.get_memories(ids)
+        vectors = self.embedder.embed([m.get("content") or "" for m in memories])
+        for memory in memories:
+            memory["embedding_model"] = self.embedder.model
+        self.vectors.upsert([VectorPoint(m["id"], v, payload_of(m, self.graph.scoping))
+                             for m, v in zip(memories, vectors)])
+        made = [m["id"] for m in memories]
+        EmbeddingModels(self.graph.falkor).mark_made_by(made, self.embedder.model)
+        self.graph.mark_changed(made)  # a new vector: new neighbours
+        return len(made)
 
 
 def _tombstone(memory_id: str, reason: str, snapshot: dict[str, Any], *, vector, now: datetime) -> dict[str, Any]:

@@ -91,7 +91,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
 
 
 def pair_judge(settings) -> PairJudge:
-    """The judge of a run: the built-in embedder's thresholds for two memories it embedded, a client model's
+    """The judge of a run: the hashing embedder's thresholds for two memories it embedded, a sentence model's
     (calibrated defaults, or the deployment's own settings) for the others; CONSOLIDATION_DEDUP_VECTORS may say
     that every vector is one or the other."""
     client = client_thresholds(settings)
