@@ -11,7 +11,6 @@ import numpy as np
 
 from .demand import Demand
 from .embedding import Embedder
-from .stores.embedding_models import EmbeddingModels
 from .vector_space import VectorSpace
 from .heap import collection_paused
 from .errors import Conflict, InvalidInput, NotFound
@@ -106,11 +105,11 @@ class MemoryService:
 
     def __init__(self, settings: Settings, stores: Stores, embedder: Embedder, lifecycle: Lifecycle,
                  refresh_summaries: Callable[[], int], clock: Callable[[], datetime] = utc_now,
-                 demand: Demand | None = None, space: VectorSpace | None = None):
+                 demand: Demand | None = None, *, space: VectorSpace):
         self.settings = settings
         self.stores = stores
         self.embedder = embedder
-        self.space = space or VectorSpace(EmbeddingModels(stores.graph.falkor), embedder.model)
+        self.space = space  # the store's model against the configured one: the engine's, one per graph
         self.demand = demand or Demand()  # the requests waiting: a bulk import gives way to them
         self.lifecycle = lifecycle
         self.clock = clock

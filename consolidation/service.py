@@ -178,7 +178,7 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
             pass  # a store still down: the scheduler's ticks finish them once it answers
 
         memories = MemoryService(settings, stores, embedder, engine.lifecycle, engine.refresh_summaries, clock,
-                                 demand, engine.space)
+                                 demand, space=engine.space)
         try:
             memories.requests.complete_pending()  # supersessions and purges a crash interrupted
         except StoreUnavailable:

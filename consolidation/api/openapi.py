@@ -173,17 +173,18 @@ def _add_scope_properties(document: dict[str, Any], names: tuple[str, ...]) -> N
 
 def _required_token(view: Callable) -> str | None:
     """admin or token, as the route's auth decorator says (None: the route takes no token)."""
-    while view is not None:
-        if hasattr(view, "required_token"):
-            return view.required_token
-        view = getattr(view, "__wrapped__", None)
-    return None
+    return _marked(view, "required_token")
 
 
 def _amendment(view: Callable) -> dict[str, Any] | None:
+    return _marked(view, "openapi_amendment")
+
+
+def _marked(view: Callable | None, attribute: str) -> Any:
+    """What the view, or one it wraps (decorators in between), was marked with; None if none is."""
     while view is not None:
-        if hasattr(view, "openapi_amendment"):
-            return view.openapi_amendment
+        if hasattr(view, attribute):
+            return getattr(view, attribute)
         view = getattr(view, "__wrapped__", None)
     return None
 

@@ -10,7 +10,6 @@ import numpy as np
 from ..settings import Settings, SettingsError
 from .fastembed_local import AUTOMEM_DEFAULT_DIR, FastEmbedEmbedder, FastEmbedMissing
 from .hashing import HashingEmbedder
-from .minilm import MODEL_NAME as BUILTIN_MODEL
 from .minilm import MiniLMEmbedder
 from .remote import ollama_embedder, openai_embedder, voyage_embedder
 
@@ -55,4 +54,4 @@ def build_embedder(settings: Settings) -> Embedder:
         raise SettingsError(str(exc)) from None
 
 
-__all__ = ["BUILTIN_MODEL", "Embedder", "HashingEmbedder", "MiniLMEmbedder", "build_embedder"]
+__all__ = ["Embedder", "HashingEmbedder", "MiniLMEmbedder", "build_embedder"]

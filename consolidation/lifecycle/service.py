@@ -39,6 +39,7 @@ class Lifecycle:
         self.tombstones = tombstones
         self.hygiene = hygiene
         self.embedder = embedder
+        self.models = EmbeddingModels(graph.falkor)  # which model made each memory's vector
 
     def delete(self, reasons: dict[str, str], now: datetime) -> int:
         """Tombstone (pending), then delete the vectors, then the nodes; returns how many were deleted. The
@@ -358,7 +359,7 @@ class Lifecycle:
         self.vectors.upsert([VectorPoint(m["id"], v, payload_of(m, self.graph.scoping))
                              for m, v in zip(memories, vectors)])
         made = [m["id"] for m in memories]
-        EmbeddingModels(self.graph.falkor).mark_made_by(made, self.embedder.model)
+        self.models.mark_made_by(made, self.embedder.model)
         self.graph.mark_changed(made)  # a new vector: new neighbours
         return len(made)
 

@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from .control import CONTROL
 from .falkor import Falkor
 
-HASH_MODEL = "hash"
+HASH_MODEL = "hash"  # the hashing embedder's name (embedding/hashing.py), as nodes record it
 # The model of a memory's vector as this service wrote it: its embedding_model; a vector the service made before
 # models were recorded was the hashing embedder's; a client's or AutoMem's vector says nothing (null).
-MEMORY_MODEL = "coalesce(m.embedding_model, CASE WHEN m.embedded_by = 'built-in' THEN 'hash' END)"
+MEMORY_MODEL = f"coalesce(m.embedding_model, CASE WHEN m.embedded_by = 'built-in' THEN '{HASH_MODEL}' END)"
 
 
 class EmbeddingModels:

@@ -22,6 +22,7 @@ from ..scopes import Scoping
 from .authors import is_ours, mark, with_mark
 from .changes import CHANGE, MARK_SUMMARIES, NEXT_CHANGE, changed_after, ids_of, touched
 from .fact_terms import CLEAR_LEGACY, DELETE_ORPHANED, FACT_TERMS, ITS_MEMORY, ORPHANED, SET_TERMS, TERMS_OF_MEMORY
+from .embedding_models import HASH_MODEL
 from .falkor import Falkor, booleans, chunked, floats, typed
 from .graph import ACTIVE_MEMORY, DEGREE, Listing
 from .tombstones import edge_groups, restore_edges, snapshot
@@ -30,7 +31,7 @@ from .tombstones import edge_groups, restore_edges, snapshot
 # memories that may merge (counting every memory's edges is a third of reading them all).
 INPUT_COLUMNS = ("m.id, m.type, m.content, m.timestamp, {degree}, m.access_count, m.protected, "
                  f"m.superseded_by IS NOT NULL, {{scope}}, m.{CHANGE}, m.fact_stamp, "
-                 f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}' AND coalesce(m.embedding_model,'hash') = 'hash', "
+                 f"m.{EMBEDDED_BY} = '{BUILT_IN_EMBEDDER}' AND coalesce(m.embedding_model,'{HASH_MODEL}') = '{HASH_MODEL}', "
                  "m.held_until")
 # Types and scopes are few spellings, each held once (a new string per memory read: ~100 MB at a million); times
 # are read as epoch seconds as each page arrives (a million ISO texts: ~80 MB).

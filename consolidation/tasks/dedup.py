@@ -194,23 +194,20 @@ def settled_proposals(ctx: TaskContext, proposals: list[Supersession], active: S
     """The proposals the model judge settles, when one is set up: the ones it says replace the older statement
     are applied (the reason says who decided), the ones it says do not are dropped, and what it cannot answer
     (no verdict, a failure, a dry run) stays for review. Returns (applied, still proposed, the report's part)."""
-    texts = {c.id: c.content for c in active}
+    if not proposals or not ctx.settings.consolidation_dedup_model_judge:
+        return [], proposals, {}  # the usual case: no texts looked up at all
+    wanted = {i for p in proposals for i in (p.older, p.newer)}
+    texts = {c.id: c.content for c in active if c.id in wanted}
     asked = [p for p in proposals if p.older in texts and p.newer in texts]
     grey = [GreyPair(texts[p.older], texts[p.newer], p.confidence, False) for p in asked]
     settled = ask_model(ctx, grey, REPLACES, "proposal_model_judge", dry_run) if grey else None
     if settled is None:
         return [], proposals, {}
     verdicts, report = settled
-    applied, kept = [], []
-    for proposal in proposals:
-        known = proposal.older in texts and proposal.newer in texts
-        verdict = verdicts.get(texts[proposal.older], texts[proposal.newer]) if known else None
-        if verdict is True:
-            why = proposal.reason.replace(PROPOSED, "; the rules' evidence fell short: ")
-            applied.append(replace(proposal, reason=f"{why}; the model judge said it replaces it"))
-        elif verdict is None:
-            kept.append(proposal)
-    return applied, kept, report
+    said = {id(p): verdicts.get(texts[p.older], texts[p.newer]) for p in asked}
+    applied = [replace(p, reason=p.reason.replace(PROPOSED, "; the rules' evidence fell short: ")
+                       + "; the model judge said it replaces it") for p in asked if said[id(p)] is True]
+    return applied, [p for p in proposals if said.get(id(p)) is None], report
 
 
 def weighed_changes(supersessions: list[Supersession], active: Sequence[Candidate]
