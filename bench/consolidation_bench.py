@@ -37,7 +37,7 @@ from consolidation.scoring import relevance_scores  # noqa: E402
 from consolidation.service import build_services  # noqa: E402
 from consolidation.settings import TASK_NAMES, Settings  # noqa: E402
 from consolidation.similarity import normalized, similar_pairs_exact  # noqa: E402
-from consolidation.tasks.cluster import MIN_RELEVANCE  # noqa: E402
+from consolidation.tasks.cluster import min_relevance  # noqa: E402
 from consolidation.tasks.cluster_incremental import KEPT_GRAPH  # noqa: E402
 from consolidation.stores.vectors import VectorPoint  # noqa: E402
 from consolidation.timeutil import parse_iso, utc_now  # noqa: E402
@@ -285,7 +285,7 @@ def change_memories(services, rng: np.random.Generator, count: int) -> None:
 def recall(services, settings, exact_recall: bool) -> dict:
     """Edges of the similarity graph the clustering uses (the one the service keeps between runs, built whole
     or brought up to date), against an exact computation, over the candidates clustering groups."""
-    listed, listed_scopes, candidate = services.stores.graph.cluster_population(MIN_RELEVANCE)
+    listed, listed_scopes, candidate = services.stores.graph.cluster_population(min_relevance(settings))
     # Asked for as clustering asks, every active memory: asked for a subset, the graph would let the others go.
     every, matrix = services.stores.vectors.vectors(listed)
     chosen, scope_of = dict(zip(listed, candidate.tolist())), dict(zip(listed, listed_scopes))

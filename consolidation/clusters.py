@@ -14,6 +14,12 @@ from .stores.graph import MetaPatternRecord
 
 # A cluster continues a MetaPattern when at least half of one of them is in the other.
 MIN_SHARE = 0.5
+# The sentence model puts two statements naming one person about 0.1 closer than the same statements naming
+# nobody (all-MiniLM-L6-v2 on LoCoMo's facts, pairs near the line: 0.06-0.12). A link between them asks this
+# much more, so that a shared name alone never chains a person's unrelated facts (music, a trip) into a cluster.
+NAMED_SUBJECT_MARGIN = 0.05
+# The link rules' version: under another, an incremental pass's watermark is not trusted (tasks.incremental_version).
+LINK_RULES = 1
 
 
 @dataclass(frozen=True)
@@ -21,6 +27,13 @@ class ClusterMatch:
     members: frozenset[str]
     pattern_id: str | None  # None: a new MetaPattern
     previous_members: frozenset[str]
+
+
+def subject_links(first: np.ndarray, second: np.ndarray, similarities: np.ndarray, threshold: float) -> np.ndarray:
+    """Which similar pairs clustering links, given each side's subject (a number; -1: it names nobody): pairs
+    about one subject only, and those naming it at `threshold` + NAMED_SUBJECT_MARGIN. Decided by the pair
+    alone, so a cluster stays exactly a connected component (what an incremental pass relies on)."""
+    return (first == second) & ((first < 0) | (similarities >= threshold + NAMED_SUBJECT_MARGIN))
 
 
 def match_clusters(

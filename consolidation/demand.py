@@ -10,6 +10,8 @@ import mmap
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +86,19 @@ class Demand:
             mine = self._own_slot()
             self._slots["in_flight"][mine] = max(0, int(self._slots["in_flight"][mine]) - 1)
             self._slots["last_left"][mine] = time.monotonic()
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """The calling thread's request waits on something that is no store call (a run it asked for): counted
+        out meanwhile, and in again after."""
+        inside = self._inside()
+        for _ in range(inside):
+            self.leave()
+        try:
+            yield
+        finally:
+            for _ in range(inside):
+                self.enter()
 
     def in_flight(self) -> int:
         """Requests being answered now by any process, the calling thread's own left out."""

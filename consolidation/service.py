@@ -46,11 +46,11 @@ class RunPlacement:
     def inline(self) -> bool:
         return self.mode == "inline"
 
-    def runner(self, engine: ConsolidationEngine, connect: Callable[[], Falkor]) -> Runner:
+    def runner(self, engine: ConsolidationEngine, connect: Callable[[], Falkor], demand: Demand) -> Runner:
         """How a run asked of this process computes: here, or queued for a worker process."""
         if self.inline or self.in_worker:
             return InlineRuns(engine)
-        return QueuedRuns(engine, RunQueue(connect()))
+        return QueuedRuns(engine, RunQueue(connect()), demand)
 
     def start(self, services: Services, start_scheduler: bool | None = None) -> None:
         """Start what computes here: inline, the scheduler thread (when enabled, or `start_scheduler` says so);
@@ -184,7 +184,7 @@ def build_services(settings: Settings, clock: Callable[[], datetime] = utc_now,
         except StoreUnavailable:
             pass
         return GraphServices(name, stores, engine, memories, InspectionStore(stores.graph.falkor),
-                             placement.runner(engine, connect))
+                             placement.runner(engine, connect, demand))
 
     def connect() -> Falkor:
         if links is not None and links.falkordb_socket:

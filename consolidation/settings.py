@@ -190,6 +190,9 @@ class Settings(BaseModel):
     # Clustering.
     consolidation_cluster_similarity: Fraction = Field(0.75, description="a cosine similarity 0..1")
     consolidation_cluster_min_size: int = Field(5, ge=2, le=100000, description="an integer >= 2")
+    consolidation_cluster_low_relevance: bool = Field(
+        True, description="true or false: cluster current memories whatever their relevance score (false: only "
+                          "those scored above 0.3, as AutoMem's clustering)")
     consolidation_cluster_exact_limit: int = Field(
         10000, ge=0, description="an integer >= 0: up to this many memories the similarity graph is exact"
     )

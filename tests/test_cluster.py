@@ -2,15 +2,18 @@
 
 import pytest
 
-from tests.conftest import add_memory, axis, days_ago, vector_at
+from consolidation.clusters import NAMED_SUBJECT_MARGIN
+from consolidation.service import build_services
+from tests.conftest import add_memory, axis, days_ago, make_settings, vector_at
 
 BASE = axis(0)
 
 
-def plant_cluster(services, size, start_axis=1, base=BASE, memory_type="Decision", **fields):
-    # Each member is at cosine 0.95 from the base along its own orthogonal axis: 0.9025 between members.
-    return [add_memory(services, vector=vector_at(0.95, base, axis(start_axis + i)), type=memory_type,
-                       content=f"Use PostgreSQL for billing, note {i}", timestamp=days_ago(10 + i), **fields)
+def plant_cluster(services, size, start_axis=1, base=BASE, memory_type="Decision", similarity=0.95,
+                  content="Use PostgreSQL for billing, note {i}", **fields):
+    # Each member is at `similarity` s from the base along its own orthogonal axis: s² between members.
+    return [add_memory(services, vector=vector_at(similarity, base, axis(start_axis + i)), type=memory_type,
+                       content=content.format(i=i), timestamp=days_ago(10 + i), **fields)
             for i in range(size)]
 
 
@@ -74,11 +77,47 @@ def test_a_dissolved_cluster_retires_its_meta_pattern(services):
     assert services.stores.vectors.payloads([pattern_id])[pattern_id]["archived"] is True
 
 
-def test_small_groups_and_irrelevant_memories_make_no_cluster(services):
+def test_small_groups_make_no_cluster(services):
     plant_cluster(services, 4)
-    plant_cluster(services, 6, start_axis=5, base=axis(15), relevance_score=0.3)
     report = run_cluster(services)
     assert patterns(services) == [] and report["clusters_found"] == 0
+
+
+def test_memories_whose_scores_decayed_are_clustered_unless_the_setting_says_only_relevant_ones(services, tmp_path):
+    faded = plant_cluster(services, 6, relevance_score=0.0)
+    run_cluster(services)
+    assert [members for _, _, members in patterns(services)] == [set(faded)]
+
+    relevant_only = build_services(make_settings(tmp_path / "other", consolidation_cluster_low_relevance=False))
+    try:
+        plant_cluster(relevant_only, 6, relevance_score=0.3)  # the line is "above 0.3", as AutoMem's
+        kept = plant_cluster(relevant_only, 5, start_axis=7, base=axis(15), relevance_score=0.31)
+        run_cluster(relevant_only)
+        assert [members for _, _, members in patterns(relevant_only)] == [set(kept)]
+    finally:
+        relevant_only.close()
+
+
+def test_a_cluster_holds_one_persons_statements(services):
+    # Ten turns at 0.9025 from each other, five said by Maria and five by John: two clusters, not one.
+    maria = plant_cluster(services, 5, content="Maria: the shelter needs volunteers, note {i}")
+    john = plant_cluster(services, 5, start_axis=6, content="John: the shelter needs volunteers, note {i}")
+    report = run_cluster(services)
+    assert sorted(map(frozenset, (m for _, _, m in patterns(services))), key=sorted) == sorted(
+        [frozenset(maria), frozenset(john)], key=sorted)
+    assert report["clusters_found"] == 2
+
+
+@pytest.mark.parametrize("content, clustered", [
+    ("Use PostgreSQL for billing, note {i}", True),  # names nobody: the configured line, 0.75
+    ("Caroline uses PostgreSQL for billing, note {i}", False),  # one name: the line and the margin
+])
+def test_statements_naming_one_person_need_the_margin_above_the_line(services, content, clustered):
+    # Pairwise 0.88² = 0.7744: above the line of 0.75, below 0.75 + the margin.
+    assert 0.75 < 0.88 ** 2 < 0.75 + NAMED_SUBJECT_MARGIN
+    members = plant_cluster(services, 5, similarity=0.88, content=content)
+    run_cluster(services)
+    assert [m for _, _, m in patterns(services)] == ([set(members)] if clustered else [])
 
 
 def test_two_separate_clusters_get_two_meta_patterns(services):

@@ -117,3 +117,22 @@ def test_writes_are_short_while_someone_waits_and_long_while_nobody_does(service
         request.join()
     assert sizes == [100, 100, 100, 50]  # never more than the short chunk while a request is in flight
     assert int(real("MATCH (p:Paced) RETURN count(p)")[0][0]) == 1850
+
+
+def test_a_request_waiting_for_a_run_is_counted_out_while_it_waits(tmp_path):
+    demand = Demand.at(tmp_path)
+    seen: list[int] = []
+
+    def look() -> None:  # as the worker's run sees it, from another thread
+        looking = threading.Thread(target=lambda: seen.append(demand.in_flight()))
+        looking.start()
+        looking.join()
+
+    def waits_for_a_run() -> None:
+        look()
+        with demand.aside():
+            look()
+        look()
+
+    answering(demand, until=waits_for_a_run).join()
+    assert seen == [1, 0, 1] and demand.in_flight() == 0

@@ -37,7 +37,8 @@ def toward(centre: int, shared: int) -> np.ndarray:
 
 
 def settings_for(data_dir, **overrides):
-    return make_settings(data_dir, vector_size=DIM, **overrides)
+    # The scenario lets a memory fall below the relevance line: clustering here keeps to the line (AutoMem's).
+    return make_settings(data_dir, vector_size=DIM, **{"consolidation_cluster_low_relevance": False, **overrides})
 
 
 def minutes_ago(minutes: float) -> str:
@@ -695,5 +696,28 @@ def test_an_overwritten_duplicate_leaves_its_merge(tmp_path):
         assert links(services)["SUPERSEDES"] == {(ANNOUNCEMENT, OLD)}
         assert services.memories.get(RESTATEMENT)["superseded_by"] is None
         assert services.memories.get(OLD)["superseded_by"] == ANNOUNCEMENT
+    finally:
+        services.close()
+
+
+def test_an_incremental_pass_links_a_newcomer_only_to_statements_of_its_own_subject(tmp_path, clock):
+    services = build_services(settings_for(tmp_path / "d", consolidation_full_pass_interval_seconds=86400,
+                                           consolidation_cluster_low_relevance=True), clock=clock)
+    try:
+        rng = np.random.default_rng(9)
+        base = unit(rng.standard_normal(DIM))
+
+        def near(content):  # cosine about 0.97 to the base: far above the line and its margin with any other
+            return add_memory(services, vector=unit(base + 0.15 * unit(rng.standard_normal(DIM))), content=content)
+
+        maria = [near(f"Maria: the shelter needs volunteers on day {i}") for i in range(5)]
+        assert services.engine.run(["cluster"])["result"]["cluster"]["clusters_found"] == 1
+        john = near("John: the shelter needs volunteers on Sunday")
+        another = near("Maria: the shelter needs volunteers on Sunday")
+        clock.advance(hours=1)
+        report = services.engine.run(["cluster"])["result"]["cluster"]
+        assert report["pass"] == "incremental" and report["memories_changed"] == 2
+        assert [sorted(c["member_ids"]) for c in report["clusters"]] == [sorted(maria + [another])]
+        assert john not in report["clusters"][0]["member_ids"]
     finally:
         services.close()

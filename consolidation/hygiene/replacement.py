@@ -252,6 +252,17 @@ def same_named_subject(first: str, second: str) -> frozenset[str]:
     return one if one and one == other else frozenset()
 
 
+def subject_key(text: str) -> str | None:
+    """Who a statement is about, as one key: its speaker ("Maria: ..."), else the name it opens with as its
+    subject ("Caroline is ..."), else None (most stored memories name nobody). Two statements with one key
+    are about one person; with two keys, about two."""
+    speaker = _speaker(text)
+    if speaker:
+        return speaker
+    named = _named_subject(text)
+    return " ".join(sorted(named)) if named else None
+
+
 def _named_subject(text: str) -> frozenset[str]:
     """The subject's name words when the sentence opens with its subject's name ("Caroline is ...", "Dr Lee
     Smith works ..."), else empty ("The main office ...", "Melanie's son ...")."""

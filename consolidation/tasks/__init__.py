@@ -6,6 +6,7 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from ..clusters import LINK_RULES
 from ..settings import Settings
 from . import cluster, cluster_incremental, creative, decay, dedup, dedup_incremental, entities, forget
 from .context import TaskContext
@@ -47,7 +48,8 @@ def incremental_version(task: str, settings: Settings) -> int:
                   dedup.client_thresholds(settings), settings.consolidation_dedup_model_judge and
                   (settings.summarizer_llm_url, settings.summarizer_llm_model)),
         "cluster": (settings.consolidation_cluster_similarity, settings.consolidation_cluster_min_size,
-                    settings.consolidation_scope_properties),
+                    settings.consolidation_scope_properties, settings.consolidation_cluster_low_relevance,
+                    LINK_RULES),
         "creative": (),
         "decay": (DUE_VERSION, settings.consolidation_score_epsilon, settings.consolidation_decay_importance_threshold),
         "forget": (DUE_VERSION, settings.consolidation_archive_threshold, settings.consolidation_delete_threshold,

@@ -8,16 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from ..clusters import ClusterMatch, match_clusters
+from ..clusters import ClusterMatch, match_clusters, subject_links
+from ..hygiene.replacement import subject_key
 from ..scoring import CANDIDATE_RELEVANCE, DEFAULT_IMPORTANCE, relevance_scores
+from ..settings import Settings
 from ..similarity import clusters, normalized
-from ..stores.graph import MetaPatternRecord
+from ..stores.graph import GraphStore, MetaPatternRecord
 from ..stores.vectors import VectorPoint, payload_of
 from ..summaries import ClusterMember, type_mix
 from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
 from .context import TaskContext, capped, positions_in
 
-MIN_RELEVANCE = CANDIDATE_RELEVANCE
 # Only the most central members' text is read for a summary: enough for its key terms and quotes.
 SUMMARY_MEMBERS = 50
 
@@ -27,19 +28,60 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     # Every active memory's vector, not only the candidates': the same as dedup's, so the store hands out its
     # copy as it is (a subset would be a second copy of most vectors) and the kept graph serves without a check
     # of what changed. Memories below the line take no part in any pair.
-    listed, scope_keys, candidate = ctx.graph.cluster_population(MIN_RELEVANCE)
+    listed, scope_keys, candidate = ctx.graph.cluster_population(min_relevance(settings))
     ids, matrix = ctx.vectors.vectors(listed)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
     rows_listed = positions_in(listed, ids)
     candidate = candidate[rows_listed] if rows_listed.size else np.zeros(0, dtype=bool)
     # Pairs within one scope only, so no cluster (and no MetaPattern) spans two scopes.
-    rows, cols, _ = ctx.neighbours.pairs(ids, unit, settings.consolidation_cluster_similarity, ctx.progress,
-                                         [scope_keys[r] for r in rows_listed])
+    threshold = settings.consolidation_cluster_similarity
+    rows, cols, similarities = ctx.neighbours.pairs(ids, unit, threshold, ctx.progress,
+                                                    [scope_keys[r] for r in rows_listed])
     among = candidate[rows] & candidate[cols]
-    groups = clusters(len(ids), rows[among], cols[among], settings.consolidation_cluster_min_size)
+    rows, cols, similarities = rows[among], cols[among], similarities[among]
+    min_size = settings.consolidation_cluster_min_size
+    # Only members of a component of the minimum size can be in a cluster once pairs are left out: only their
+    # texts are read for their subjects.
+    reach = clusters(len(ids), rows, cols, min_size)
+    inside = np.zeros(len(ids), dtype=bool)
+    inside[np.concatenate(reach) if reach else []] = True
+    rows, cols, similarities = rows[inside[rows]], cols[inside[rows]], similarities[inside[rows]]
+    subjects = Subjects(ctx.graph, ids)
+    linked = subject_links(subjects.of(rows), subjects.of(cols), similarities, threshold)
+    groups = clusters(len(ids), rows[linked], cols[linked], min_size)
     report = settle(ctx, dry_run, ids, unit, groups, ctx.graph.meta_patterns())
-    return {"memories_processed": int(candidate.sum()), "similar_pairs": int(among.sum()), **report}
+    return {"memories_processed": int(candidate.sum()), "similar_pairs": int(linked.sum()), **report}
+
+
+def min_relevance(settings: Settings) -> float:
+    """The relevance score a memory must be above to be clustered. A conversation's memories fall below the
+    candidate line within three weeks unread; what the store holds about a subject is worth a summary whatever
+    the age of its statements, so by default every current memory takes part."""
+    return -1.0 if settings.consolidation_cluster_low_relevance else CANDIDATE_RELEVANCE
+
+
+class Subjects:
+    """Who each memory of `ids` is about (hygiene.replacement.subject_key, as a number; -1: nobody), read from
+    its text the first time it is asked for."""
+
+    UNREAD = -2
+
+    def __init__(self, graph: GraphStore, ids: list[str]):
+        self.graph, self.ids = graph, ids
+        self.codes = np.full(len(ids), self.UNREAD, dtype=np.int64)
+        self.numbers: dict[str, int] = {}
+
+    def of(self, positions: np.ndarray) -> np.ndarray:
+        positions = np.asarray(positions, dtype=np.int64)
+        unread = np.unique(positions[self.codes[positions] == self.UNREAD])
+        if unread.size:
+            texts = self.graph.memory_contents([self.ids[p] for p in unread.tolist()])
+            self.codes[unread] = [self._number(subject_key(texts.get(self.ids[p], ""))) for p in unread.tolist()]
+        return self.codes[positions]
+
+    def _number(self, key: str | None) -> int:
+        return -1 if key is None else self.numbers.setdefault(key, len(self.numbers))
 
 
 def settle(ctx: TaskContext, dry_run: bool, ids: list[str], unit: np.ndarray, groups: list[np.ndarray],

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from ..clusters import TooMuchChanged, Touched, cluster_region, region_clusters, touched
+from ..clusters import TooMuchChanged, Touched, cluster_region, region_clusters, subject_links, touched
 from ..passes import changed_after
 from ..scopes import scope_codes
 from ..similarity import BallIndex, Pairs, normalized, similar_pairs_exact
@@ -37,7 +37,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     # Decided before any read: the full pass reads what it needs itself.
     if ctx.neighbours.kept_size(settings.consolidation_cluster_similarity) > settings.consolidation_cluster_exact_limit:
         return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": KEPT_GRAPH}
-    listing = ctx.graph.cluster_listing(cluster.MIN_RELEVANCE)
+    listing = ctx.graph.cluster_listing(cluster.min_relevance(settings))
     ids, matrix = ctx.vectors.vectors(listing.ids)
     ctx.progress(0, len(ids))
     unit = normalized(matrix)
@@ -49,9 +49,11 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     stored = ctx.graph.meta_patterns()
     patterns = touched(stored, position, set(changed.tolist()), settings.consolidation_cluster_min_size)
     threshold = settings.consolidation_cluster_similarity
+    subjects = cluster.Subjects(ctx.graph, ids)
     try:
-        region = cluster_region(changed, patterns, len(ids), _search(unit, scopes, threshold, patterns),
-                                _within(unit, scopes, threshold), max(SEARCH_FLOOR, int(SEARCH_SHARE * len(ids))))
+        region = cluster_region(changed, patterns, len(ids), _search(unit, scopes, threshold, patterns, subjects),
+                                _within(unit, scopes, threshold, subjects),
+                                max(SEARCH_FLOOR, int(SEARCH_SHARE * len(ids))))
     except TooMuchChanged as exc:
         return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
     groups = region_clusters(region, settings.consolidation_cluster_min_size)
@@ -62,23 +64,29 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
             "memories_changed": int(changed.size), "memories_considered": int(region.members.size)}
 
 
-def _search(unit: np.ndarray, scopes: np.ndarray, threshold: float, patterns: list[Touched]):
-    """Candidates against every candidate of their scope: pairs (query number, position). The MetaPatterns'
-    members are the balls of an exact index: a search skips the clusters it cannot reach."""
+def _search(unit: np.ndarray, scopes: np.ndarray, threshold: float, patterns: list[Touched],
+            subjects: cluster.Subjects):
+    """Candidates against every candidate of their scope: the linked pairs (query number, position). The
+    MetaPatterns' members are the balls of an exact index: a search skips the clusters it cannot reach."""
     index = BallIndex(unit, [entry.members for entry in patterns],
                       scopes if scopes.size and np.any(scopes != scopes[0]) else None)
 
     def search(positions: np.ndarray) -> Pairs:
-        return index.search(unit[positions], threshold, scopes[positions])
+        found = index.search(unit[positions], threshold, scopes[positions])
+        keep = subject_links(subjects.of(positions[found.rows]), subjects.of(found.cols), found.similarities,
+                             threshold)
+        return Pairs(found.rows[keep], found.cols[keep], found.similarities[keep])
 
     return search
 
 
-def _within(unit: np.ndarray, scopes: np.ndarray, threshold: float):
-    """The pairs among some candidates (local numbers), exact, within one scope."""
+def _within(unit: np.ndarray, scopes: np.ndarray, threshold: float, subjects: cluster.Subjects):
+    """The linked pairs among some candidates (local numbers), exact, within one scope."""
     def within(positions: np.ndarray) -> Pairs:
         found = similar_pairs_exact(unit[positions], threshold)
-        keep = scopes[positions][found.rows] == scopes[positions][found.cols]
+        first, second = positions[found.rows], positions[found.cols]
+        keep = (scopes[first] == scopes[second]) & subject_links(subjects.of(first), subjects.of(second),
+                                                                 found.similarities, threshold)
         return Pairs(found.rows[keep], found.cols[keep], found.similarities[keep])
 
     return within

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+from ..demand import Demand
 from ..engine import ConsolidationEngine, Run
 from ..errors import NoWorker, RunInProgress
 from ..timeutil import to_iso
@@ -41,8 +42,9 @@ class QueuedRuns:
     """Runs computed by worker processes: recorded as queued in the graph, pushed on the run queue, and
     followed through their record (progress and cancel work as for any run)."""
 
-    def __init__(self, engine: ConsolidationEngine, queue: RunQueue):
+    def __init__(self, engine: ConsolidationEngine, queue: RunQueue, demand: Demand | None = None):
         self.engine, self.queue = engine, queue
+        self.demand = demand or Demand()
 
     def start(self, tasks, dry_run, trigger, scope, full, incremental, as_of=None) -> Run:
         """Queue a run; RunInProgress (409) while another runs or waits, NoWorker (503) if no worker is alive."""
@@ -62,14 +64,16 @@ class QueuedRuns:
         return run
 
     def wait(self, run: Run) -> dict[str, Any]:
-        """The finished run's record, as an inline run answers it; the request only sleeps meanwhile."""
-        while True:
-            record = self.engine.get_run(run.id) or {}
-            if record.get("state") in FINISHED:
-                return record
-            if record.get("state") == "queued" and not self.queue.workers():
-                self._await_a_worker()
-            time.sleep(POLL_SECONDS)
+        """The finished run's record, as an inline run answers it; the request only sleeps meanwhile, counted
+        out of the demand (a worker's run would otherwise give way to the very request waiting for it)."""
+        with self.demand.aside():
+            while True:
+                record = self.engine.get_run(run.id) or {}
+                if record.get("state") in FINISHED:
+                    return record
+                if record.get("state") == "queued" and not self.queue.workers():
+                    self._await_a_worker()
+                time.sleep(POLL_SECONDS)
 
     def detach(self, run: Run) -> str:
         return "queued"
