@@ -22,14 +22,50 @@ class EpisodeLinks:
     similarity: np.ndarray
 
 
+@dataclass(frozen=True)
+class Episodes:
+    """Episodes as ranges (start, stop) of `order`, the rows of the memories with a time in order of scope and
+    time. A row of `order` may be -1: a memory that takes part in no comparison (it has no vector)."""
+
+    order: np.ndarray
+    blocks: list[tuple[int, int]]
+
+    def touching(self, marked: np.ndarray) -> Episodes:
+        """Only the episodes with a member `marked` (a mask over rows): the only ones whose links can name one."""
+        hit = np.r_[0, np.cumsum(marked[self.order])]
+        return Episodes(self.order, [(start, stop) for start, stop in self.blocks if hit[stop] > hit[start]])
+
+    def members(self) -> np.ndarray:
+        """The rows of every member of an episode, ascending."""
+        if not self.blocks:
+            return np.zeros(0, dtype=np.int64)
+        return np.unique(np.concatenate([self.order[start:stop] for start, stop in self.blocks]))
+
+    def renumbered(self, number: np.ndarray) -> Episodes:
+        """The same episodes with each row given a new number (`number[row]`; -1: no vector)."""
+        return Episodes(number[self.order], self.blocks)
+
+
+def episodes_of(scope_keys: Sequence[str], seconds: np.ndarray, span_seconds: float) -> Episodes:
+    """An episode: memories of one scope stated within `span_seconds` of its first one (in time order, at most
+    BLOCK of them). A memory without a time is in none."""
+    return Episodes(*_episodes(scope_keys, seconds, span_seconds))
+
+
 def episode_links(scope_keys: Sequence[str], seconds: np.ndarray, unit: np.ndarray, span_seconds: float,
                   min_similarity: float) -> EpisodeLinks:
     """For each memory (rows of `unit`, unit vectors), its most similar partner among the memories of its
-    episode, kept when the cosine is at least `min_similarity`. An episode: memories of one scope stated within
-    `span_seconds` of its first one (in time order, at most BLOCK of them). A memory without a time has none."""
+    episode (episodes_of), kept when the cosine is at least `min_similarity`."""
+    return closest_partners(episodes_of(scope_keys, seconds, span_seconds), unit, min_similarity)
+
+
+def closest_partners(episodes: Episodes, unit: np.ndarray, min_similarity: float) -> EpisodeLinks:
+    """Each episode member's most similar partner there (rows of `unit`, as `episodes.order` numbers them), kept
+    when the cosine is at least `min_similarity`."""
     unit = np.asarray(unit, dtype=np.float32)
-    order, blocks = _episodes(scope_keys, seconds, span_seconds)
-    blocks.sort(key=lambda block: block[1] - block[0])  # a batch of episodes of about one size pads little
+    order = episodes.order
+    # A batch of episodes of about one size pads little.
+    blocks = sorted(episodes.blocks, key=lambda block: block[1] - block[0]) if unit.shape[0] else []
     firsts, partners, values = [], [], []
     for at in range(0, len(blocks), BATCH):
         rows, best, value = _closest(unit, order, blocks[at:at + BATCH])

@@ -5,7 +5,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from consolidation.episodes import BLOCK, episode_links
+from consolidation.episodes import BLOCK, closest_partners, episode_links, episodes_of
 from consolidation.service import build_services
 from tests.conftest import NOW, add_memory, axis, make_settings, unit, vector_at
 
@@ -129,3 +129,33 @@ def test_a_superseded_partner_takes_no_place(recalled, auth):
                         json={"content": "the new value", "embedding": [float(x) for x in axis(15)]})
     assert newer.status_code in (200, 201), newer.get_json()
     assert [r["id"] for r in recall(client, auth, query, k=10)] == [best, *others]
+
+
+def test_the_episodes_a_change_touches_give_every_link_naming_a_changed_memory():
+    # An incremental pass reads the vectors of the touched episodes only: its links must be the full links that
+    # name a changed memory, computed independently over the whole population.
+    rng = np.random.default_rng(11)
+    count = 400
+    scope_keys = [f"s{k % 3}" for k in range(count)]
+    seconds = np.sort(rng.uniform(0, 40 * HOUR, count))
+    vectors = np.stack([unit(v) for v in rng.standard_normal((count, 16))])
+    changed = np.zeros(count, dtype=bool)
+    changed[rng.choice(count, 12, replace=False)] = True
+    whole = episode_links(scope_keys, seconds, vectors, HOUR, 0.0)
+    expected = {(int(a), int(b)) for a, b in zip(whole.first, whole.second) if changed[a] or changed[b]}
+    touched = episodes_of(scope_keys, seconds, HOUR).touching(changed)
+    rows = touched.members()
+    assert 0 < rows.size < count
+    number = np.full(count, -1, dtype=np.int64)
+    number[rows] = np.arange(rows.size)
+    found = closest_partners(touched.renumbered(number), vectors[rows], 0.0)
+    got = {(int(rows[a]), int(rows[b])) for a, b in zip(found.first, found.second)
+           if changed[rows[a]] or changed[rows[b]]}
+    assert got == expected
+
+
+def test_a_memory_without_a_vector_is_in_its_episode_but_compared_with_nothing():
+    # Rows 0, 1, 2 are one episode; row 1 has no vector (numbered -1): 0 and 2 are each other's closest.
+    episodes = episodes_of([""] * 3, np.array([0.0, 10.0, 20.0]), HOUR)
+    found = closest_partners(episodes.renumbered(np.array([0, -1, 1])), np.stack([axis(0), axis(0)]), 0.5)
+    assert (found.first.tolist(), found.second.tolist()) == ([0], [1])

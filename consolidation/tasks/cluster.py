@@ -38,8 +38,9 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     threshold = settings.consolidation_cluster_similarity
     rows, cols, similarities = ctx.neighbours.pairs(ids, unit, threshold, ctx.progress,
                                                     [scope_keys[r] for r in rows_listed])
-    among = candidate[rows] & candidate[cols]
-    rows, cols, similarities = rows[among], cols[among], similarities[among]
+    if not candidate.all():  # with low relevance clustered, every memory is one: 23M pairs at a million
+        among = candidate[rows] & candidate[cols]
+        rows, cols, similarities = rows[among], cols[among], similarities[among]
     min_size = settings.consolidation_cluster_min_size
     # Only members of a component of the minimum size can be in a cluster once pairs are left out: only their
     # texts are read for their subjects.
@@ -74,7 +75,12 @@ class Subjects:
 
     def of(self, positions: np.ndarray) -> np.ndarray:
         positions = np.asarray(positions, dtype=np.int64)
-        unread = np.unique(positions[self.codes[positions] == self.UNREAD])
+        codes = self.codes[positions]
+        # Marked on a mask rather than sorted unique: a full pass asks for both ends of 23M pairs at a million
+        # memories, where np.unique took seconds.
+        wanted = np.zeros(len(self.ids), dtype=bool)
+        wanted[positions[codes == self.UNREAD]] = True
+        unread = np.flatnonzero(wanted)
         if unread.size:
             texts = self.graph.memory_contents([self.ids[p] for p in unread.tolist()])
             self.codes[unread] = [self._number(subject_key(texts.get(self.ids[p], ""))) for p in unread.tolist()]

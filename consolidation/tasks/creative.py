@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..episodes import episode_links
+from ..episodes import closest_partners, episodes_of
 from ..rules import association_for
 from ..scoring import CANDIDATE_RELEVANCE
 from ..similarity import normalized
@@ -47,16 +47,25 @@ def _with_episodes(ctx: TaskContext, dry_run: bool, report: dict[str, Any], sinc
     """The report with the same_episode links added: every current memory (of those changed after `since`, on
     an incremental pass) linked to its closest partner among what its scope stated within the episode's span.
     Unlike the sampled kinds these are drawn over the whole store: what was said together is recalled together,
-    whatever a memory's relevance now."""
+    whatever a memory's relevance now. Episodes are cut from every current memory with a time; one without a
+    vector is compared with nothing."""
     settings = ctx.settings
     if "same_episode" not in settings.consolidation_creative_kinds or not settings.consolidation_episode_seconds:
         return report
     ids, scope_keys, seconds, changes = ctx.graph.episode_population()
-    found, matrix = ctx.vectors.vectors(ids)
-    rows = positions_in(ids, found)
-    links = episode_links([scope_keys[r] for r in rows], seconds[rows], normalized(matrix),
-                          settings.consolidation_episode_seconds, settings.consolidation_episode_similarity)
-    changed = np.ones(len(found), bool) if since is None else changes[rows] > since
+    episodes = episodes_of(scope_keys, seconds, settings.consolidation_episode_seconds)
+    changed = np.ones(len(ids), bool) if since is None else changes > since
+    # Only the episodes with a changed member can give a link naming one: only their vectors are read.
+    episodes = episodes.touching(changed)
+    members = episodes.members()
+    member_ids = [ids[r] for r in members.tolist()]
+    found, matrix = ctx.vectors.vectors(member_ids)
+    rows = members[positions_in(member_ids, found)]
+    number = np.full(len(ids), -1, dtype=np.int64)
+    number[rows] = np.arange(rows.size)
+    links = closest_partners(episodes.renumbered(number), normalized(matrix),
+                             settings.consolidation_episode_similarity)
+    changed = changed[rows]
     now_iso = to_iso(ctx.now)
     edges = [_episode_edge(found[a], found[b], similarity, now_iso)
              for a, b, similarity in zip(links.first.tolist(), links.second.tolist(), links.similarity.tolist())
