@@ -47,7 +47,8 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     reach = clusters(len(ids), rows, cols, min_size)
     inside = np.zeros(len(ids), dtype=bool)
     inside[np.concatenate(reach) if reach else []] = True
-    rows, cols, similarities = rows[inside[rows]], cols[inside[rows]], similarities[inside[rows]]
+    kept = inside[rows]  # (a pair's ends are in one component)
+    rows, cols, similarities = rows[kept], cols[kept], similarities[kept]
     subjects = Subjects(ctx.graph, ids)
     linked = subject_links(subjects.of(rows), subjects.of(cols), similarities, threshold)
     groups = clusters(len(ids), rows[linked], cols[linked], min_size)
