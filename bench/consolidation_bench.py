@@ -34,11 +34,11 @@ from dataset import generate  # noqa: E402
 
 from consolidation.api import create_app  # noqa: E402
 from consolidation.scoring import relevance_scores  # noqa: E402
+from consolidation.passes import INCREMENTAL_TASKS  # noqa: E402
 from consolidation.service import build_services  # noqa: E402
 from consolidation.settings import TASK_NAMES, Settings  # noqa: E402
 from consolidation.similarity import normalized, similar_pairs_exact  # noqa: E402
 from consolidation.tasks.cluster import min_relevance  # noqa: E402
-from consolidation.tasks.cluster_incremental import KEPT_GRAPH  # noqa: E402
 from consolidation.stores.vectors import VectorPoint  # noqa: E402
 from consolidation.timeutil import parse_iso, utc_now  # noqa: E402
 
@@ -233,9 +233,7 @@ def incremental_rerun(services, n: int) -> dict:
     result = services.engine.run(list(TASK_NAMES), trigger="benchmark")
     assert result["success"], result
     passes = {task: report["pass"] for task, report in result["result"].items()}
-    # Above the exact limit, with the similarity graph kept, clustering takes the full pass on purpose (cheaper).
-    assert all(passes[task] == "incremental" for task in ("decay", "dedup", "creative", "forget")), passes
-    assert passes["cluster"] == "incremental" or result["result"]["cluster"]["pass_reason"] == KEPT_GRAPH, passes
+    assert all(passes[task] == "incremental" for task in INCREMENTAL_TASKS), passes
     seconds = {task: report["seconds"] for task, report in result["result"].items()}
     considered = {task: result["result"][task].get("memories_considered",
                                                      result["result"][task]["memories_processed"])
@@ -305,7 +303,8 @@ def change_memories(services, rng: np.random.Generator, count: int) -> None:
 def recall(services, settings, exact_recall: bool) -> dict:
     """Edges of the similarity graph the clustering uses (the one the service keeps between runs, built whole
     or brought up to date), against an exact computation, over the candidates clustering groups."""
-    listed, listed_scopes, candidate = services.stores.graph.cluster_population(min_relevance(settings))
+    population = services.stores.graph.cluster_population(min_relevance(settings))
+    listed, listed_scopes, candidate = population.ids, population.scopes, population.candidate
     # Asked for as clustering asks, every active memory: asked for a subset, the graph would let the others go.
     every, matrix = services.stores.vectors.vectors(listed)
     chosen, scope_of = dict(zip(listed, candidate.tolist())), dict(zip(listed, listed_scopes))

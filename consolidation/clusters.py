@@ -9,7 +9,7 @@ from itertools import chain, repeat
 
 import numpy as np
 
-from .similarity import clusters
+from .similarity import Pairs, clusters
 from .stores.graph import MetaPatternRecord
 
 # A cluster continues a MetaPattern when at least half of one of them is in the other.
@@ -138,13 +138,12 @@ def cluster_region(changed: Sequence[int], patterns: Sequence[Touched], n: int, 
     After a run each cluster of the minimum size is exactly a MetaPattern's members; smaller components are
     stored nowhere. So: every changed candidate is searched (`search(positions)` -> pairs of (query number,
     position)); a MetaPattern reached, or broken, joins whole (an intact one's members are connected among
-    themselves and have no pair with an unchanged memory outside; a broken one's pairs are read by
-    `within(positions)` -> pairs of local numbers); a candidate reached that is in no MetaPattern is searched
-    in turn, to read its small component whole. TooMuchChanged past `most_searched` searches."""
-    growth = _Growth(patterns, n, within)
-    for k, entry in enumerate(patterns):
-        if entry.broken:
-            growth.take(k)
+    themselves and have no pair with an unchanged memory outside; the broken ones' pairs are read at once by
+    `within(groups)` -> the pairs among each group's positions, as positions); a candidate reached that is in
+    no MetaPattern is searched in turn, to read its small component whole. TooMuchChanged past `most_searched`
+    searches."""
+    growth = _Growth(patterns, n)
+    growth.take_broken(within)
     queue = sorted(set(int(c) for c in changed))
     growth.in_region[queue] = True
     searched: set[int] = set()
@@ -161,11 +160,21 @@ def cluster_region(changed: Sequence[int], patterns: Sequence[Touched], n: int, 
     return growth.region()
 
 
+def within_each(pairs_among: Callable[[np.ndarray], Pairs]) -> Callable[[Sequence[np.ndarray]], Pairs]:
+    """cluster_region's `within` from a search of one group at a time (`pairs_among(positions)` -> pairs of
+    local numbers)."""
+    def within(groups: Sequence[np.ndarray]) -> Pairs:
+        found = [(group, pairs_among(group)) for group in groups]
+        return Pairs.joined([(group[local.rows], group[local.cols], local.similarities) for group, local in found])
+
+    return within
+
+
 class _Growth:
     """A cluster region as it grows: what is in it, the pairs read, and the MetaPatterns taken whole."""
 
-    def __init__(self, patterns: Sequence[Touched], n: int, within: Callable):
-        self.patterns, self.within = patterns, within
+    def __init__(self, patterns: Sequence[Touched], n: int):
+        self.patterns = patterns
         self.owners: dict[int, list[int]] = {}
         for k, entry in enumerate(patterns):
             for member in entry.members.tolist():
@@ -175,19 +184,25 @@ class _Growth:
         self.edges: list[tuple[np.ndarray, np.ndarray]] = []
         self.chains: list[tuple[np.ndarray, np.ndarray]] = []
 
+    def take_broken(self, within: Callable[[Sequence[np.ndarray]], Pairs]) -> None:
+        """Every broken MetaPattern joins whole, its members' pairs read."""
+        broken = [k for k, entry in enumerate(self.patterns) if entry.broken]
+        self.taken.update(broken)
+        groups = [self.patterns[k].members for k in broken]
+        for members in groups:
+            self.in_region[members] = True
+        if groups:
+            found = within(groups)
+            self.edges.append((found.rows.astype(np.int64), found.cols.astype(np.int64)))
+
     def take(self, k: int) -> None:
-        """A MetaPattern joins whole: a broken one with its members' pairs read, an intact one as a chain (its
-        members are known to be connected)."""
+        """An intact MetaPattern joins whole, as a chain (its members are known to be connected)."""
         if k in self.taken:
             return
         self.taken.add(k)
         members = self.patterns[k].members
         self.in_region[members] = True
-        if self.patterns[k].broken:
-            local = self.within(members)
-            self.edges.append((members[local.rows], members[local.cols]))
-        else:
-            self.chains.append((members[:-1], members[1:]))
+        self.chains.append((members[:-1], members[1:]))
 
     def reach(self, first: np.ndarray, second: np.ndarray) -> list[int]:
         """Add the pairs found; take the MetaPatterns reached; return the memories in none, to be searched."""

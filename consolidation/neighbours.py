@@ -49,6 +49,7 @@ class _Built:
     cells: Cells | None  # the cells, when one scope was searched by cells; None when searched exactly
     changed_since_built: int
     scoped: bool  # built with scope keys (they are part of the fingerprints)
+    build: int  # which build of this process's graph (an update keeps the number; a rebuild takes the next)
     # The memories updates left out since the graph was built, by id: an incremental dedup finds the group a
     # removed memory was in through its pairs (an exact search of its vector costs 5 ms at a million memories).
     departed: dict[str, _Left] = field(default_factory=dict)
@@ -67,6 +68,8 @@ class NeighbourGraph:
         self.settings = settings
         self._lock = threading.Lock()
         self._built: _Built | None = None
+        self._builds = 0
+        self._settled: dict[str, tuple[int, int]] = {}  # task -> (change number, build)
 
     def pairs(self, ids: Sequence[str], unit: np.ndarray, threshold: float,
               progress: Callable[[int, int], None], scope_keys: Sequence[str] | None = None) -> Pairs:
@@ -111,6 +114,19 @@ class NeighbourGraph:
             answered.update((held[position], left) for position, left in found.items())
         return {memory_id: left.at_least(threshold) for memory_id, left in answered.items()}
 
+    def settle(self, task: str, change: int) -> None:
+        """Note that `task` stored what it computed from the graph as it is now, at change number `change`."""
+        with self._lock:
+            if self._built is not None:
+                self._settled[task] = (change, self._built.build)
+
+    def settled(self, task: str) -> int | None:
+        """The change number at which `task` last stored what it computed from this graph, if the graph was not
+        built again since (a new build may pair the unchanged memories otherwise); None if it never did."""
+        with self._lock:
+            change, build = self._settled.get(task, (None, None))
+            return change if self._built is not None and build == self._built.build else None
+
     def kept_size(self, threshold: float) -> int:
         """How many memories the kept graph covers, if it can give pairs at `threshold` (else 0): a task then
         searches only the vectors that changed since (or, past the rebuild share, builds it again: still
@@ -133,8 +149,9 @@ class NeighbourGraph:
             pairs = similar_pairs_within(unit, None if one_scope else codes, lowest,
                                          settings.consolidation_cluster_exact_limit,
                                          settings.consolidation_cluster_probe_cells, progress=progress)
+        self._builds += 1
         return _Built(lowest, list(ids), dict(zip(ids, range(len(ids)))), prints, pairs, cells,
-                      0, scope_keys is not None)
+                      0, scope_keys is not None, self._builds)
 
     def _update(self, built: _Built, ids, old: np.ndarray, unit, prints, scope_keys, changed: np.ndarray,
                 progress) -> _Built:
@@ -157,7 +174,7 @@ class NeighbourGraph:
         renumber[old[unchanged]] = np.flatnonzero(unchanged)
         position = dict(zip(ids, range(len(ids))))
         return _Built(built.threshold, list(ids), position, prints, _renumbered(built.pairs, renumber, then=found),
-                      cells, built.changed_since_built + changed.size, built.scoped, departed)
+                      cells, built.changed_since_built + changed.size, built.scoped, built.build, departed)
 
     def _must_rebuild(self, built: _Built, changed: int, memories: int, codes: np.ndarray | None) -> bool:
         """Past the rebuild share; or the scopes are now searched another way: one scope's cells cannot serve

@@ -46,6 +46,11 @@ class Scoping:
         """This scoping limited to the memories stored by `moment` (ISO-8601 UTC): a run as of that time."""
         return Scoping(self.properties, self.only, moment[:TIME_CHARS])
 
+    @property
+    def whole(self) -> bool:
+        """Every memory is read: no one scope, no time limit."""
+        return self.only is None and self.until is None
+
     def where(self, node: str = "m") -> str:
         """A Cypher condition true for the nodes in the limited scope (always true when not limited)."""
         conditions = []

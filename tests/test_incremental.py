@@ -450,25 +450,44 @@ def test_full_passes_come_with_the_interval_on_request_and_after_new_settings(tm
 
 
 @pytest.mark.parametrize("exact_limit", [10, 100000], ids=["cells", "exact"])
-def test_above_the_exact_limit_with_the_graph_kept_clustering_takes_the_full_pass(tmp_path, clock, exact_limit):
-    """There the full pass searches only what changed, in the kept cells, and is cheaper than the incremental
-    pass's exact search; below the limit (and with no graph kept) the incremental pass runs."""
-    services = build_services(settings_for(tmp_path / "d", consolidation_cluster_exact_limit=exact_limit),
-                              clock=clock)
+def test_above_the_exact_limit_clustering_reads_its_pairs_from_the_kept_graph(tmp_path, clock, exact_limit):
+    """There an incremental pass looks the changed memories' pairs up in the graph the clusters were stored from;
+    below the limit it searches them exactly. After a restart, on a graph built anew, the first pass is full."""
+    settings = settings_for(tmp_path / "d", consolidation_cluster_exact_limit=exact_limit)
+    services = build_services(settings, clock=clock)
+    rng = np.random.default_rng(4)
+
+    def add(topic: int, member: int) -> None:
+        add_memory(services, vector=unit(axis(topic) + 0.03 * rng.standard_normal(DIM)),
+                   content=f"Topic {topic} note {member}")
+
     try:
-        rng = np.random.default_rng(4)
         for topic in range(3):
             for member in range(8):
-                add_memory(services, vector=unit(axis(topic) + 0.03 * rng.standard_normal(DIM)),
-                           content=f"Topic {topic} note {member}")
+                add(topic, member)
         first = services.engine.run(["cluster"])["result"]["cluster"]
         assert first["pass"] == "full" and first["clusters_found"] == 3
-        add_memory(services, vector=unit(axis(1) + 0.03 * rng.standard_normal(DIM)), content="Topic 1 note 8")
+        add(1, 8)
         again = services.engine.run(["cluster"])["result"]["cluster"]
-        expected = "full" if exact_limit == 10 else "incremental"
-        assert again["pass"] == expected and again["clusters_found"] == 3
-        assert ("graph is kept" in again["pass_reason"]) == (expected == "full")
+        assert again["pass"] == "incremental" and again["clusters_found"] == 3
+        expected = "the kept similarity graph" if exact_limit == 10 else "an exact search"
+        assert again["neighbours_from"] == expected
+        assert again["memories_considered"] == 9  # the changed memory and the cluster it joins
         assert sorted(c["size"] for c in again["clusters"]) == [8, 8, 9]
+    finally:
+        services.close()
+    services = build_services(settings, clock=clock)
+    try:
+        add(2, 8)
+        assert services.engine.run(["dedup"], dry_run=True, full=True)["success"]  # builds the graph anew
+        restarted = services.engine.run(["cluster"])["result"]["cluster"]
+        assert (restarted["pass"] == "full") == (exact_limit == 10)
+        assert ("built again" in restarted["pass_reason"]) == (exact_limit == 10)
+        assert sorted(c["size"] for c in restarted["clusters"]) == [8, 9, 9]
+        add(0, 8)
+        last = services.engine.run(["cluster"])["result"]["cluster"]
+        assert last["pass"] == "incremental" and last["neighbours_from"] == expected
+        assert sorted(c["size"] for c in last["clusters"]) == [9, 9, 9]
     finally:
         services.close()
 
@@ -556,11 +575,11 @@ def memory_ids(services, where: str = "true") -> set[str]:
         f"coalesce(m.type, '') <> 'MetaPattern' AND {where}", "m.id")[0])
 
 
-def generated_copies(tmp_path, seed: int, change: bool):
+def generated_copies(tmp_path, seed: int, change: bool, **overrides):
     """The benchmark's generated store, loaded and consolidated by a full pass, then changed (if `change`), in
     two copies opened by two processes' services: (incremental, full, MetaPatterns before)."""
     data = generated_dataset(2000, seed)
-    settings = make_settings(tmp_path / "one", vector_size=384)
+    settings = make_settings(tmp_path / "one", vector_size=384, **overrides)
     services = build_services(settings, clock=Clock())
     try:
         services.stores.vectors.upsert([VectorPoint(m["id"], v, {}) for m, v in zip(data.memories, data.vectors)])
@@ -623,6 +642,26 @@ def test_on_a_generated_store_an_incremental_run_matches_a_full_pass(tmp_path, s
     finally:
         incremental.close()
         full.close()
+
+
+def test_on_the_kept_graph_an_incremental_clustering_leaves_nothing_for_a_full_pass(tmp_path):
+    """Above the exact limit the incremental clustering reads its pairs from the kept graph (cells): a full pass
+    over the same graph afterwards finds every cluster as the incremental pass left it."""
+    services, other, _ = generated_copies(tmp_path, 7, change=False, consolidation_cluster_exact_limit=100)
+    other.close()
+    try:
+        assert services.engine.run(["dedup", "cluster"], full=True)["success"]  # builds the graph, stores from it
+        before = patterns(services)
+        change_generated(services, np.random.default_rng(7), 20)
+        fast = consolidate(services)["cluster"]
+        assert fast["pass"] == "incremental" and fast["neighbours_from"] == "the kept similarity graph"
+        assert fast["created"] + fast["updated"] + fast["retired_total"] > 0 and patterns(services) != before
+        again = services.engine.run(["cluster"], full=True)["result"]["cluster"]
+        assert (again["created"], again["updated"], again["retired_total"]) == (0, 0, 0)
+        assert again["clusters_found"] == fast["clusters_found"]
+        assert 0 < fast["memories_considered"] < again["memories_processed"]
+    finally:
+        services.close()
 
 
 # --- found by comparing the two passes over random operations --------------------------------------------------

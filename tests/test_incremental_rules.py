@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from consolidation.clusters import cluster_region, region_clusters, touched
+from consolidation.clusters import cluster_region, region_clusters, touched, within_each
 from consolidation.hygiene.facts import read_fact
 from consolidation.hygiene.candidate import Candidate
 from consolidation.hygiene.changes import ORDER_TOLERANCE_SECONDS, exclusive, match_change, may_change, \
@@ -145,7 +145,7 @@ def test_the_touched_region_gives_the_clusters_a_full_pass_finds(seed):
     entries = touched(records, position, changed, min_size)
     region = cluster_region(sorted(changed), entries, unit.shape[0],
                             lambda p: pairs_against(unit[p], unit, threshold),
-                            lambda p: similar_pairs_exact(unit[p], threshold), most_searched=unit.shape[0])
+                            within_each(lambda p: similar_pairs_exact(unit[p], threshold)), most_searched=unit.shape[0])
     reached = {r.id for r in region.patterns}
     recomputed = {frozenset(g.tolist()) for g in region_clusters(region, min_size)}
     kept = {frozenset(position[m] for m in r.member_ids) for r in records if r.id not in reached}

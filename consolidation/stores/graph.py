@@ -122,6 +122,13 @@ class Listing:
     changes: np.ndarray
 
 
+@dataclass
+class Population(Listing):
+    """Every active memory, and whether each is a candidate clustering groups."""
+
+    candidate: np.ndarray
+
+
 class GraphStore:
     """Reads and writes memories in FalkorDB; every query batches (UNWIND) instead of looping per memory."""
 
@@ -425,16 +432,16 @@ class GraphStore:
 
     # --- clustering ------------------------------------------------------------------------------
 
-    def cluster_population(self, min_relevance: float) -> tuple[list[str], list[str], np.ndarray]:
-        """Every active memory (ids and scope keys, in the order dedup reads them, so that both tasks are handed
-        the same vectors) and whether each is a candidate clustering groups (relevance above `min_relevance`)."""
+    def cluster_population(self, min_relevance: float) -> Population:
+        """Every active memory (in the order dedup reads them, so that both tasks are handed the same vectors)
+        with whether each is a candidate clustering groups (relevance above `min_relevance`)."""
         columns = self.falkor.scan_memories(
             f"{ACTIVE_MEMORY} AND {self.scoping.where()}",
-            f"m.id, {self.scoping.key_expression()}, {RELEVANCE} > $min AND {NOT_SUPERSEDED}",
+            f"m.id, {self.scoping.key_expression()}, m.{CHANGE}, {RELEVANCE} > $min AND {NOT_SUPERSEDED}",
             {"min": min_relevance, **self.scoping.params()})
         if not columns:
-            return [], [], np.zeros(0, dtype=bool)
-        return columns[0], columns[1], booleans(columns[2])
+            return Population([], [], np.zeros(0), np.zeros(0, dtype=bool))
+        return Population(columns[0], columns[1], floats(columns[2]), booleans(columns[3]))
 
     def cluster_listing(self, min_relevance: float) -> Listing:
         """The candidates clustering groups, with scope keys and change numbers (for an incremental run)."""

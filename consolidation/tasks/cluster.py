@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,36 +13,64 @@ from ..clusters import ClusterMatch, match_clusters, subject_links
 from ..hygiene.replacement import subject_key
 from ..scoring import CANDIDATE_RELEVANCE, DEFAULT_IMPORTANCE, relevance_scores
 from ..settings import Settings
-from ..similarity import clusters, normalized
+from ..similarity import Pairs, clusters, normalized
 from ..stores.graph import GraphStore, MetaPatternRecord
 from ..stores.vectors import VectorPoint, payload_of
 from ..summaries import ClusterMember, type_mix
 from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
 from .context import TaskContext, capped, positions_in
 
+TASK = "cluster"
 # Only the most central members' text is read for a summary: enough for its key terms and quotes.
 SUMMARY_MEMBERS = 50
 
 
-def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
-    settings = ctx.settings
-    # Every active memory's vector, not only the candidates': the same as dedup's, so the store hands out its
-    # copy as it is (a subset would be a second copy of most vectors) and the kept graph serves without a check
-    # of what changed. Memories below the line take no part in any pair.
-    listed, scope_keys, candidate = ctx.graph.cluster_population(min_relevance(settings))
-    ids, matrix = ctx.vectors.vectors(listed)
+@dataclass(frozen=True)
+class Population:
+    """Every active memory with a vector (ids, unit vectors, scope keys, change numbers: NaN never marked) and
+    which are candidates clustering groups. Every one, not only the candidates: the same as dedup reads, so the
+    store hands out its copy as it is (a subset would be a second copy of most vectors) and the kept graph
+    serves without a check of what changed. Memories below the line take no part in any pair."""
+
+    ids: list[str]
+    unit: np.ndarray
+    scope_keys: list[str]
+    changes: np.ndarray
+    candidate: np.ndarray
+
+
+def population(ctx: TaskContext) -> Population:
+    listed = ctx.graph.cluster_population(min_relevance(ctx.settings))
+    ids, matrix = ctx.vectors.vectors(listed.ids)
     ctx.progress(0, len(ids))
-    unit = normalized(matrix)
-    rows_listed = positions_in(listed, ids)
-    candidate = candidate[rows_listed] if rows_listed.size else np.zeros(0, dtype=bool)
-    # Pairs within one scope only, so no cluster (and no MetaPattern) spans two scopes.
-    threshold = settings.consolidation_cluster_similarity
-    rows, cols, similarities = ctx.neighbours.pairs(ids, unit, threshold, ctx.progress,
-                                                    [scope_keys[r] for r in rows_listed])
-    if not candidate.all():  # with low relevance clustered, every memory is one: 23M pairs at a million
-        among = candidate[rows] & candidate[cols]
-        rows, cols, similarities = rows[among], cols[among], similarities[among]
-    min_size = settings.consolidation_cluster_min_size
+    rows = positions_in(listed.ids, ids)
+    if not rows.size:
+        return Population([], normalized(matrix), [], np.zeros(0), np.zeros(0, dtype=bool))
+    return Population(ids, normalized(matrix), [listed.scopes[r] for r in rows.tolist()], listed.changes[rows],
+                      listed.candidate[rows])
+
+
+def similar_pairs(ctx: TaskContext, memories: Population) -> Pairs:
+    """The similar pairs among the candidates, within one scope (so no cluster, and no MetaPattern, spans two),
+    from the kept similarity graph."""
+    found = ctx.neighbours.pairs(memories.ids, memories.unit, ctx.settings.consolidation_cluster_similarity,
+                                 ctx.progress, memories.scope_keys)
+    if memories.candidate.all():  # with low relevance clustered, every memory is one: 23M pairs at a million
+        return found
+    among = memories.candidate[found.rows] & memories.candidate[found.cols]
+    return Pairs(*(column[among] for column in found))
+
+
+def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
+    memories = population(ctx)
+    return full_pass(ctx, dry_run, memories, similar_pairs(ctx, memories))
+
+
+def full_pass(ctx: TaskContext, dry_run: bool, memories: Population, found: Pairs) -> dict[str, Any]:
+    """The clusters among every candidate, from their similar pairs `found`, settled with every MetaPattern."""
+    ids, threshold = memories.ids, ctx.settings.consolidation_cluster_similarity
+    rows, cols, similarities = found
+    min_size = ctx.settings.consolidation_cluster_min_size
     # Only members of a component of the minimum size can be in a cluster once pairs are left out: only their
     # texts are read for their subjects.
     reach = clusters(len(ids), rows, cols, min_size)
@@ -52,8 +81,16 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     subjects = Subjects(ctx.graph, ids)
     linked = subject_links(subjects.of(rows), subjects.of(cols), similarities, threshold)
     groups = clusters(len(ids), rows[linked], cols[linked], min_size)
-    report = settle(ctx, dry_run, ids, unit, groups, ctx.graph.meta_patterns())
-    return {"memories_processed": int(candidate.sum()), "similar_pairs": int(linked.sum()), **report}
+    report = settle(ctx, dry_run, ids, memories.unit, groups, ctx.graph.meta_patterns())
+    settled_on_kept_graph(ctx, dry_run)
+    return {"memories_processed": int(memories.candidate.sum()), "similar_pairs": int(linked.sum()), **report}
+
+
+def settled_on_kept_graph(ctx: TaskContext, dry_run: bool) -> None:
+    """Note that the clusters stored now were computed from the kept graph as it is: an incremental pass may
+    start from them there (a dry run stores nothing; a run of one scope stored only that scope's)."""
+    if not dry_run and ctx.graph.scoping.whole:
+        ctx.neighbours.settle(TASK, ctx.change_counter)
 
 
 def min_relevance(settings: Settings) -> float:

@@ -2,16 +2,16 @@
 whole, so that it reaches the state a full pass would (clusters.cluster_region says why that is enough).
 
 A cluster is a connected component of the similarity graph among the candidates (active memories above the
-relevance line). A change adds a candidate (new, edited, restored, risen above the line: searched against
-every candidate) or takes one away (archived, merged, deleted, edited, fallen below the line: the MetaPattern it
-was in is read again). The region's clusters are matched with the MetaPatterns it touched; every other
-MetaPattern stays as it is, as a full pass would leave it.
+relevance line). A change adds a candidate (new, edited, restored, risen above the line: its pairs are read) or
+takes one away (archived, merged, deleted, edited, fallen below the line: the MetaPattern it was in is read
+again). The region's clusters are matched with the MetaPatterns it touched; every other MetaPattern stays as it
+is, as a full pass would leave it.
 
-Above the exact limit, with the similarity graph kept from an earlier run, the full pass is taken instead: it
-searches only the changed vectors (in the kept cells) and takes every other pair from the copy, which costs
-less than this pass's exact search of the changes (11 s against 33 s at a million memories, 1 % changed). It
-also keeps both passes on one graph there, where an exact search would agree with the approximate graph only
-as far as that graph's recall does.
+Where the pairs come from: above the exact limit, with the similarity graph kept in this process, from that graph
+(brought up to date by a search of the changed vectors in its cells): looking a memory's pairs up there costs
+far less than searching it, and both passes then read one graph. That holds only if the MetaPatterns were stored
+from this graph as it is now (not built again since, not from another process's graph): else the full pass.
+Below the limit, or with no graph kept, by an exact search of the changes against every candidate.
 """
 
 from __future__ import annotations
@@ -20,73 +20,129 @@ from typing import Any
 
 import numpy as np
 
-from ..clusters import TooMuchChanged, Touched, cluster_region, region_clusters, subject_links, touched
+from ..clusters import TooMuchChanged, cluster_region, region_clusters, subject_links, touched, within_each
 from ..passes import changed_after
 from ..scopes import scope_codes
-from ..similarity import BallIndex, Pairs, normalized, similar_pairs_exact
+from ..similarity import BallIndex, Pairs, similar_pairs_exact
 from . import cluster
-from .context import TaskContext, positions_in
+from .context import TaskContext
 
 SEARCH_SHARE = 0.25
 SEARCH_FLOOR = 2000  # searching fewer memories than this is cheap, whatever share of the store they are
-KEPT_GRAPH = "the similarity graph is kept: a full pass searches only what changed, in its cells"
+# Past this share of the candidates in MetaPatterns the changes broke, a full pass is taken: each is read again
+# whole, its members' texts too (at 1M, with 1 % changed at random, they held about half the candidates and the
+# incremental pass took 25.9 s against a full pass's 21.3 s).
+BROKEN_SHARE = 0.25
+GRAPH_BUILT_AGAIN = ("the kept similarity graph is not the one the clusters were stored from (built again since, "
+                     "or another process clustered last)")
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
-    # Decided before any read: the full pass reads what it needs itself.
+    memories = cluster.population(ctx)
+    found = None  # the similar pairs of every candidate, when the kept graph has them
     if ctx.neighbours.kept_size(settings.consolidation_cluster_similarity) > settings.consolidation_cluster_exact_limit:
-        return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": KEPT_GRAPH}
-    listing = ctx.graph.cluster_listing(cluster.min_relevance(settings))
-    ids, matrix = ctx.vectors.vectors(listing.ids)
-    ctx.progress(0, len(ids))
-    unit = normalized(matrix)
-    rows = positions_in(listing.ids, ids)
-    scopes = scope_codes([listing.scopes[r] for r in rows])
-    changes = listing.changes[rows] if rows.size else np.zeros(0)
-    changed = changed_after(changes, ctx.since)
-    position = dict(zip(ids, range(len(ids))))
+        found = cluster.similar_pairs(ctx, memories)  # brings the graph up to date, or builds it again
+        if ctx.neighbours.settled(cluster.TASK) != ctx.since:
+            return _full_pass(ctx, dry_run, memories, found, GRAPH_BUILT_AGAIN)
+    position = {memories.ids[p]: p for p in np.flatnonzero(memories.candidate).tolist()}
+    changed = changed_after(memories.changes, ctx.since)
+    changed = changed[memories.candidate[changed]]
     stored = ctx.graph.meta_patterns()
     patterns = touched(stored, position, set(changed.tolist()), settings.consolidation_cluster_min_size)
-    threshold = settings.consolidation_cluster_similarity
-    subjects = cluster.Subjects(ctx.graph, ids)
+    broken = sum(entry.members.size for entry in patterns if entry.broken)
+    if broken > max(SEARCH_FLOOR, BROKEN_SHARE * len(position)):
+        return _full_pass(ctx, dry_run, memories, found, f"the MetaPatterns the changes broke hold {broken} of "
+                          f"{len(position)} candidates: reading them again costs about what a full pass costs")
+    subjects = cluster.Subjects(ctx.graph, memories.ids)
+    if found is not None:
+        kept = KeptPairs(found, len(memories.ids), subjects, settings.consolidation_cluster_similarity)
+        search, within, source = kept.search, kept.within, "the kept similarity graph"
+    else:
+        exact = ExactSearch(memories, [entry.members for entry in patterns], subjects,
+                            settings.consolidation_cluster_similarity)
+        search, within, source = exact.search, within_each(exact.among), "an exact search"
     try:
-        region = cluster_region(changed, patterns, len(ids), _search(unit, scopes, threshold, patterns, subjects),
-                                _within(unit, scopes, threshold, subjects),
-                                max(SEARCH_FLOOR, int(SEARCH_SHARE * len(ids))))
+        region = cluster_region(changed, patterns, len(memories.ids), search, within,
+                                max(SEARCH_FLOOR, int(SEARCH_SHARE * len(position))))
     except TooMuchChanged as exc:
-        return {**cluster.run(ctx, dry_run), "pass": "full", "pass_reason": str(exc)}
+        return _full_pass(ctx, dry_run, memories, found, str(exc))
     groups = region_clusters(region, settings.consolidation_cluster_min_size)
     reached = {p.id for p in region.patterns}
-    report = cluster.settle(ctx, dry_run, ids, unit, groups, region.patterns,
+    report = cluster.settle(ctx, dry_run, memories.ids, memories.unit, groups, region.patterns,
                             [p for p in stored if p.id not in reached])
+    if found is not None:
+        cluster.settled_on_kept_graph(ctx, dry_run)
     return {"memories_processed": int(region.members.size), "similar_pairs": region.similar_pairs, **report,
-            "memories_changed": int(changed.size), "memories_considered": int(region.members.size)}
+            "memories_changed": int(changed.size), "memories_considered": int(region.members.size),
+            "neighbours_from": source}
 
 
-def _search(unit: np.ndarray, scopes: np.ndarray, threshold: float, patterns: list[Touched],
-            subjects: cluster.Subjects):
-    """Candidates against every candidate of their scope: the linked pairs (query number, position). The
-    MetaPatterns' members are the balls of an exact index: a search skips the clusters it cannot reach."""
-    index = BallIndex(unit, [entry.members for entry in patterns],
-                      scopes if scopes.size and np.any(scopes != scopes[0]) else None)
+def _full_pass(ctx: TaskContext, dry_run: bool, memories: cluster.Population, found: Pairs | None,
+               reason: str) -> dict[str, Any]:
+    found = cluster.similar_pairs(ctx, memories) if found is None else found
+    return {**cluster.full_pass(ctx, dry_run, memories, found), "pass": "full", "pass_reason": reason}
 
-    def search(positions: np.ndarray) -> Pairs:
-        found = index.search(unit[positions], threshold, scopes[positions])
-        keep = subject_links(subjects.of(positions[found.rows]), subjects.of(found.cols), found.similarities,
-                             threshold)
+
+class KeptPairs:
+    """The linked pairs of some candidates, looked up among the similar pairs kept for every candidate (a mask
+    over them per lookup: a region is read in a few rounds, and sorting 23M pairs for an index costs more)."""
+
+    def __init__(self, found: Pairs, n: int, subjects: cluster.Subjects, threshold: float):
+        self.found, self.n, self.subjects, self.threshold = found, n, subjects, threshold
+
+    def search(self, positions: np.ndarray) -> Pairs:
+        """Pairs (query number, position) of each of `positions` with any candidate."""
+        number = np.full(self.n, -1, dtype=np.int64)
+        number[positions] = np.arange(positions.size)
+        wanted = number >= 0
+        rows, cols, similarities = self.found
+        by_row, by_col = np.flatnonzero(wanted[rows]), np.flatnonzero(wanted[cols])
+        query = np.concatenate([number[rows[by_row]], number[cols[by_col]]])
+        other = np.concatenate([cols[by_row], rows[by_col]]).astype(np.int64)
+        similarity = np.concatenate([similarities[by_row], similarities[by_col]])
+        return self._linked(query, other, similarity, positions[query])
+
+    def within(self, groups: list[np.ndarray]) -> Pairs:
+        """The pairs among the members of the groups, as positions (all groups at once: pairs between two
+        groups are pairs of the region as well)."""
+        wanted = np.zeros(self.n, dtype=bool)
+        wanted[np.concatenate(groups)] = True
+        rows, cols, similarities = self.found
+        among = np.flatnonzero(wanted[rows])
+        among = among[wanted[cols[among]]]
+        first, second = rows[among].astype(np.int64), cols[among].astype(np.int64)
+        return self._linked(first, second, similarities[among], first)
+
+    def _linked(self, rows: np.ndarray, cols: np.ndarray, similarities: np.ndarray, ends: np.ndarray) -> Pairs:
+        keep = subject_links(self.subjects.of(ends), self.subjects.of(cols), similarities, self.threshold)
+        return Pairs(rows[keep], cols[keep], similarities[keep])
+
+
+class ExactSearch:
+    """The linked pairs of some candidates, searched exactly within their scope. The MetaPatterns' members (`balls`)
+    are the balls of an exact index: a search skips the clusters it cannot reach."""
+
+    def __init__(self, memories: cluster.Population, balls: list[np.ndarray], subjects: cluster.Subjects,
+                 threshold: float):
+        self.unit, self.candidate, self.subjects, self.threshold = (memories.unit, memories.candidate, subjects,
+                                                                    threshold)
+        self.scopes = scope_codes(memories.scope_keys)
+        several = self.scopes.size and np.any(self.scopes != self.scopes[0])
+        self.index = BallIndex(self.unit, balls, self.scopes if several else None)
+
+    def search(self, positions: np.ndarray) -> Pairs:
+        """Pairs (query number, position) of each of `positions` with every candidate of its scope."""
+        found = self.index.search(self.unit[positions], self.threshold, self.scopes[positions])
+        keep = self.candidate[found.cols] & subject_links(self.subjects.of(positions[found.rows]),
+                                                          self.subjects.of(found.cols), found.similarities,
+                                                          self.threshold)
         return Pairs(found.rows[keep], found.cols[keep], found.similarities[keep])
 
-    return search
-
-
-def _within(unit: np.ndarray, scopes: np.ndarray, threshold: float, subjects: cluster.Subjects):
-    """The linked pairs among some candidates (local numbers), exact, within one scope."""
-    def within(positions: np.ndarray) -> Pairs:
-        found = similar_pairs_exact(unit[positions], threshold)
+    def among(self, positions: np.ndarray) -> Pairs:
+        """The linked pairs among some candidates (local numbers)."""
+        found = similar_pairs_exact(self.unit[positions], self.threshold)
         first, second = positions[found.rows], positions[found.cols]
-        keep = (scopes[first] == scopes[second]) & subject_links(subjects.of(first), subjects.of(second),
-                                                                 found.similarities, threshold)
+        keep = (self.scopes[first] == self.scopes[second]) & subject_links(
+            self.subjects.of(first), self.subjects.of(second), found.similarities, self.threshold)
         return Pairs(found.rows[keep], found.cols[keep], found.similarities[keep])
-
-    return within
