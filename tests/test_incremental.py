@@ -664,6 +664,24 @@ def test_on_the_kept_graph_an_incremental_clustering_leaves_nothing_for_a_full_p
         services.close()
 
 
+def test_changes_that_break_most_clusters_make_clustering_take_the_full_pass(tmp_path, monkeypatch):
+    """Past a quarter of the candidates in MetaPatterns a change broke, each read again whole costs about what a
+    full pass does: the pass says so and takes it, and ends where a full pass does."""
+    from consolidation.tasks import cluster_incremental
+
+    monkeypatch.setattr(cluster_incremental, "SEARCH_FLOOR", 0)  # a small store is cheap whatever its share
+    incremental, full, before = generated_copies(tmp_path, 8, change=True)
+    try:
+        fast, slow = consolidate(incremental)["cluster"], consolidate(full, full=True)["cluster"]
+        assert fast["pass"] == "full" and "the MetaPatterns the changes broke hold" in fast["pass_reason"]
+        broken = int(fast["pass_reason"].split("hold ")[1].split(" of ")[0])
+        assert broken > slow["memories_processed"] / 4
+        assert graph_state(incremental, before) == graph_state(full, before)
+    finally:
+        incremental.close()
+        full.close()
+
+
 # --- found by comparing the two passes over random operations --------------------------------------------------
 
 OLD, ANNOUNCEMENT, RESTATEMENT, NOTE_A, NOTE_B = (f"00000000-0000-4000-8000-{k:012d}" for k in range(5))

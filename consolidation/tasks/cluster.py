@@ -66,8 +66,10 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     return full_pass(ctx, dry_run, memories, similar_pairs(ctx, memories))
 
 
-def full_pass(ctx: TaskContext, dry_run: bool, memories: Population, found: Pairs) -> dict[str, Any]:
-    """The clusters among every candidate, from their similar pairs `found`, settled with every MetaPattern."""
+def full_pass(ctx: TaskContext, dry_run: bool, memories: Population, found: Pairs,
+              stored: list[MetaPatternRecord] | None = None) -> dict[str, Any]:
+    """The clusters among every candidate, from their similar pairs `found`, settled with every MetaPattern
+    (`stored`, when they were read already)."""
     ids, threshold = memories.ids, ctx.settings.consolidation_cluster_similarity
     rows, cols, similarities = found
     min_size = ctx.settings.consolidation_cluster_min_size
@@ -81,7 +83,7 @@ def full_pass(ctx: TaskContext, dry_run: bool, memories: Population, found: Pair
     subjects = Subjects(ctx.graph, ids)
     linked = subject_links(subjects.of(rows), subjects.of(cols), similarities, threshold)
     groups = clusters(len(ids), rows[linked], cols[linked], min_size)
-    report = settle(ctx, dry_run, ids, memories.unit, groups, ctx.graph.meta_patterns())
+    report = settle(ctx, dry_run, ids, memories.unit, groups, ctx.graph.meta_patterns() if stored is None else stored)
     settled_on_kept_graph(ctx, dry_run)
     return {"memories_processed": int(memories.candidate.sum()), "similar_pairs": int(linked.sum()), **report}
 

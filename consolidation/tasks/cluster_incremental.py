@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from ..clusters import TooMuchChanged, cluster_region, region_clusters, subject_links, touched, within_each
+from ..clusters import TooMuchChanged, Touched, cluster_region, region_clusters, subject_links, touched, within_each
 from ..passes import changed_after
 from ..scopes import scope_codes
 from ..similarity import BallIndex, Pairs, similar_pairs_exact
+from ..stores.graph import MetaPatternRecord
 from . import cluster
 from .context import TaskContext
 
@@ -40,33 +41,27 @@ GRAPH_BUILT_AGAIN = ("the kept similarity graph is not the one the clusters were
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     settings = ctx.settings
     memories = cluster.population(ctx)
-    found = None  # the similar pairs of every candidate, when the kept graph has them
-    if ctx.neighbours.kept_size(settings.consolidation_cluster_similarity) > settings.consolidation_cluster_exact_limit:
-        found = cluster.similar_pairs(ctx, memories)  # brings the graph up to date, or builds it again
-        if ctx.neighbours.settled(cluster.TASK) != ctx.since:
-            return _full_pass(ctx, dry_run, memories, found, GRAPH_BUILT_AGAIN)
     position = {memories.ids[p]: p for p in np.flatnonzero(memories.candidate).tolist()}
     changed = changed_after(memories.changes, ctx.since)
     changed = changed[memories.candidate[changed]]
     stored = ctx.graph.meta_patterns()
     patterns = touched(stored, position, set(changed.tolist()), settings.consolidation_cluster_min_size)
     broken = sum(entry.members.size for entry in patterns if entry.broken)
+    found = None  # the similar pairs of every candidate, when the kept graph has them
     if broken > max(SEARCH_FLOOR, BROKEN_SHARE * len(position)):
-        return _full_pass(ctx, dry_run, memories, found, f"the MetaPatterns the changes broke hold {broken} of "
-                          f"{len(position)} candidates: reading them again costs about what a full pass costs")
-    subjects = cluster.Subjects(ctx.graph, memories.ids)
-    if found is not None:
-        kept = KeptPairs(found, len(memories.ids), subjects, settings.consolidation_cluster_similarity)
-        search, within, source = kept.search, kept.within, "the kept similarity graph"
-    else:
-        exact = ExactSearch(memories, [entry.members for entry in patterns], subjects,
-                            settings.consolidation_cluster_similarity)
-        search, within, source = exact.search, within_each(exact.among), "an exact search"
+        return _full_pass(ctx, dry_run, memories, found, stored, f"the MetaPatterns the changes broke hold "
+                          f"{broken} of {len(position)} candidates: reading them again costs about a full pass")
+    if ctx.neighbours.kept_size(settings.consolidation_cluster_similarity) > settings.consolidation_cluster_exact_limit:
+        found = cluster.similar_pairs(ctx, memories)  # brings the graph up to date, or builds it again
+        if ctx.neighbours.settled(cluster.TASK) != ctx.since:
+            return _full_pass(ctx, dry_run, memories, found, stored, GRAPH_BUILT_AGAIN)
+    search, within, source = _searches(memories, patterns, found, cluster.Subjects(ctx.graph, memories.ids),
+                                       settings.consolidation_cluster_similarity)
     try:
         region = cluster_region(changed, patterns, len(memories.ids), search, within,
                                 max(SEARCH_FLOOR, int(SEARCH_SHARE * len(position))))
     except TooMuchChanged as exc:
-        return _full_pass(ctx, dry_run, memories, found, str(exc))
+        return _full_pass(ctx, dry_run, memories, found, stored, str(exc))
     groups = region_clusters(region, settings.consolidation_cluster_min_size)
     reached = {p.id for p in region.patterns}
     report = cluster.settle(ctx, dry_run, memories.ids, memories.unit, groups, region.patterns,
@@ -78,10 +73,21 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
             "neighbours_from": source}
 
 
+def _searches(memories: cluster.Population, patterns: list[Touched], found: Pairs | None,
+              subjects: cluster.Subjects, threshold: float):
+    """cluster_region's search and within, and where their pairs come from: the kept graph's pairs `found`,
+    else an exact search."""
+    if found is not None:
+        kept = KeptPairs(found, len(memories.ids), subjects, threshold)
+        return kept.search, kept.within, "the kept similarity graph"
+    exact = ExactSearch(memories, [entry.members for entry in patterns], subjects, threshold)
+    return exact.search, within_each(exact.among), "an exact search"
+
+
 def _full_pass(ctx: TaskContext, dry_run: bool, memories: cluster.Population, found: Pairs | None,
-               reason: str) -> dict[str, Any]:
+               stored: list[MetaPatternRecord], reason: str) -> dict[str, Any]:
     found = cluster.similar_pairs(ctx, memories) if found is None else found
-    return {**cluster.full_pass(ctx, dry_run, memories, found), "pass": "full", "pass_reason": reason}
+    return {**cluster.full_pass(ctx, dry_run, memories, found, stored), "pass": "full", "pass_reason": reason}
 
 
 class KeptPairs:
