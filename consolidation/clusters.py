@@ -121,12 +121,14 @@ def touched(patterns: Sequence[MetaPatternRecord], position: dict[str, int], cha
             min_size: int) -> list[Touched]:
     """Each MetaPattern with its members' positions. Broken: a member changed, is no longer a candidate (or was
     deleted: fewer members than its cluster_size), or it is smaller than clusters are now."""
+    is_changed = np.zeros(max(max(position.values(), default=-1), max(changed, default=-1)) + 1, dtype=bool)
+    is_changed[list(changed)] = True  # (a mask: at a million memories MetaPatterns hold 700k members)
     found = []
     for pattern in patterns:
-        members = np.array(sorted(position[m] for m in pattern.member_ids if m in position), dtype=np.int64)
+        members = np.sort(np.fromiter((position[m] for m in pattern.member_ids if m in position), dtype=np.int64))
         broken = (members.size < len(pattern.member_ids) or members.size < min_size
                   or (pattern.size is not None and pattern.size != len(pattern.member_ids))
-                  or any(int(m) in changed for m in members))
+                  or bool(is_changed[members].any()))
         found.append(Touched(pattern, members, broken))
     return found
 
