@@ -123,7 +123,7 @@ class Listing:
 
 
 @dataclass
-class Population(Listing):
+class ClusterListing(Listing):
     """Every active memory, and whether each is a candidate clustering groups."""
 
     candidate: np.ndarray
@@ -432,7 +432,7 @@ class GraphStore:
 
     # --- clustering ------------------------------------------------------------------------------
 
-    def cluster_population(self, min_relevance: float) -> Population:
+    def cluster_population(self, min_relevance: float) -> ClusterListing:
         """Every active memory (in the order dedup reads them, so that both tasks are handed the same vectors)
         with whether each is a candidate clustering groups (relevance above `min_relevance`)."""
         columns = self.falkor.scan_memories(
@@ -440,17 +440,8 @@ class GraphStore:
             f"m.id, {self.scoping.key_expression()}, m.{CHANGE}, {RELEVANCE} > $min AND {NOT_SUPERSEDED}",
             {"min": min_relevance, **self.scoping.params()})
         if not columns:
-            return Population([], [], np.zeros(0), np.zeros(0, dtype=bool))
-        return Population(columns[0], columns[1], floats(columns[2]), booleans(columns[3]))
-
-    def cluster_listing(self, min_relevance: float) -> Listing:
-        """The candidates clustering groups, with scope keys and change numbers (for an incremental run)."""
-        columns = self.falkor.scan_memories(
-            f"{RELEVANCE} > $min AND {ACTIVE_MEMORY} AND {NOT_SUPERSEDED} AND {self.scoping.where()}",
-            f"m.id, {self.scoping.key_expression()}, m.{CHANGE}", {"min": min_relevance, **self.scoping.params()})
-        if not columns:
-            return Listing([], [], np.zeros(0))
-        return Listing(columns[0], columns[1], floats(columns[2]))
+            return ClusterListing([], [], np.zeros(0), np.zeros(0, dtype=bool))
+        return ClusterListing(columns[0], columns[1], floats(columns[2]), booleans(columns[3]))
 
     def memory_details(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Type, timestamp, importance and scope properties of the given memories, by id."""
