@@ -37,6 +37,7 @@ from .stores.report_pages import ReportPages
 from .stores.runs import RunStore
 from .stores.hygiene import HygieneStore
 from .stores.tombstones import TombstoneStore
+from .subjects import KeptSubjects
 from .summaries import Summarizer
 from .reports import filed
 from .tasks import TASKS, TaskContext, incremental_version
@@ -122,6 +123,8 @@ class ConsolidationEngine:
         self.neighbours = NeighbourGraph(settings)
         # When decay and forget next need each memory (revisits.py), kept by this process's last pass of each.
         self.dues: dict[str, Dues] = {}
+        # Who each memory is about, as clustering last read it here: an incremental pass reads only changed texts.
+        self.subjects = KeptSubjects()
         self.holder = new_holder()
         self._background: list[threading.Thread] = []
         self._background_lock = threading.Lock()
@@ -462,7 +465,7 @@ class ConsolidationEngine:
         ctx = TaskContext(self.settings, graph, hygiene, self.stores.vectors, self.lifecycle, self.summarizer,
                           now=now, neighbours=self.neighbours, progress=ProgressWriter(self.runs, run, task),
                           since=plan.since, change_counter=int(control.get(CHANGE) or 0), dues=self.dues,
-                          handoff=run.handoff)
+                          subjects=self.subjects, handoff=run.handoff)
         started = time.monotonic()
         try:
             if task in COMPARES_VECTORS and control.get("reembed_target") is not None:

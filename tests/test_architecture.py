@@ -23,8 +23,8 @@ LAYERS = [
     {"stores", "heartbeat", "demand"},
     # Pure rules (a module of a folder above may be named here: the lifecycle's state table is one).
     {"hygiene", "entities", "summaries", "embedding", "neighbours", "similarity", "episodes", "scoring", "rules",
-     "passes", "cadence", "revisits", "scopes", "identifiers", "memory", "validation", "json_input", "other_engine",
-     "lifecycle.states"},
+     "passes", "cadence", "revisits", "subjects", "scopes", "identifiers", "memory", "validation", "json_input",
+     "other_engine", "lifecycle.states"},
     {"settings", "graphs", "errors", "timeutil", "logs", "heap", "slices", "__init__"},
 ]
 

@@ -17,7 +17,9 @@ from consolidation.neighbours import NeighbourGraph
 from consolidation.service import build_services
 from consolidation.similarity import Pairs
 from consolidation.stores.vectors import VectorPoint
+from consolidation.hygiene.replacement import subject_key
 from consolidation.tasks import TASKS
+from consolidation.tasks import cluster as cluster_task
 from tests.conftest import NOW, Clock, add_memory, bench_module, days_ago, link, make_settings, unit, vector_at
 
 DIM = 96
@@ -665,21 +667,49 @@ def test_on_the_kept_graph_an_incremental_clustering_leaves_nothing_for_a_full_p
 
 
 def test_changes_that_break_most_clusters_make_clustering_take_the_full_pass(tmp_path, monkeypatch):
-    """Past a quarter of the candidates in MetaPatterns a change broke, each read again whole costs about what a
-    full pass does: the pass says so and takes it, and ends where a full pass does."""
+    """Past a quarter of the candidates in MetaPatterns a change broke, read again whole with their texts (a new
+    process keeps no subjects), costs about what a full pass does: the pass says so and takes it, and ends where
+    a full pass does."""
     from consolidation.tasks import cluster_incremental
 
     monkeypatch.setattr(cluster_incremental, "SEARCH_FLOOR", 0)  # a small store is cheap whatever its share
+    monkeypatch.setattr(cluster_incremental, "BROKEN_SHARE", 1.0)  # the rule for texts not read is the one shown
     incremental, full, before = generated_copies(tmp_path, 8, change=True)
     try:
         fast, slow = consolidate(incremental)["cluster"], consolidate(full, full=True)["cluster"]
-        assert fast["pass"] == "full" and "the MetaPatterns the changes broke hold" in fast["pass_reason"]
+        assert fast["pass"] == "full" and "whose texts this process has not read" in fast["pass_reason"]
         broken = int(fast["pass_reason"].split("hold ")[1].split(" of ")[0])
         assert broken > slow["memories_processed"] / 4
         assert graph_state(incremental, before) == graph_state(full, before)
     finally:
         incremental.close()
         full.close()
+
+
+def test_in_the_process_that_clustered_last_broken_clusters_are_read_again_incrementally(tmp_path, monkeypatch):
+    """There who the broken MetaPatterns' members are about is kept, so reading them again costs no text reads:
+    the pass stays incremental until they hold half the candidates, and a full pass afterwards changes nothing."""
+    from consolidation.tasks import cluster_incremental
+
+    monkeypatch.setattr(cluster_incremental, "SEARCH_FLOOR", 0)
+    services, other, _ = generated_copies(tmp_path, 8, change=False)
+    other.close()
+    try:
+        assert services.engine.run(["dedup", "cluster"], full=True)["success"]
+        change_generated(services, np.random.default_rng(8), 20)
+        past_half = consolidate(services)["cluster"]
+        assert past_half["pass"] == "full" and "texts" not in past_half["pass_reason"]
+        broken = int(past_half["pass_reason"].split("hold ")[1].split(" of ")[0])
+        assert broken > past_half["memories_processed"] / 2
+        monkeypatch.setattr(cluster_incremental, "BROKEN_SHARE", 1.0)
+        change_generated(services, np.random.default_rng(9), 20)
+        fast = consolidate(services)["cluster"]
+        assert fast["pass"] == "incremental", fast["pass_reason"]
+        again = services.engine.run(["cluster"], full=True)["result"]["cluster"]
+        assert (again["created"], again["updated"], again["retired_total"]) == (0, 0, 0)
+        assert fast["memories_considered"] > again["memories_processed"] / 4  # past the share for unread texts
+    finally:
+        services.close()
 
 
 # --- found by comparing the two passes over random operations --------------------------------------------------
@@ -776,5 +806,30 @@ def test_an_incremental_pass_links_a_newcomer_only_to_statements_of_its_own_subj
         assert report["pass"] == "incremental" and report["memories_changed"] == 2
         assert [sorted(c["member_ids"]) for c in report["clusters"]] == [sorted(maria + [another])]
         assert john not in report["clusters"][0]["member_ids"]
+    finally:
+        services.close()
+
+
+def test_an_incremental_pass_reads_again_only_the_texts_changed_since_the_last_pass(tmp_path, clock, monkeypatch):
+    """Who a broken cluster's unchanged members are about is kept from the pass before; a memory rewritten to be
+    about someone else is read again and leaves its cluster."""
+    services = build_services(settings_for(tmp_path / "d", consolidation_full_pass_interval_seconds=86400,
+                                           consolidation_cluster_low_relevance=True), clock=clock)
+    try:
+        rng = np.random.default_rng(11)
+        base = unit(rng.standard_normal(DIM))
+        maria = [add_memory(services, vector=unit(base + 0.15 * unit(rng.standard_normal(DIM))),
+                            content=f"Maria: the shelter needs volunteers on day {i}") for i in range(6)]
+        assert services.engine.run(["cluster"])["result"]["cluster"]["clusters_found"] == 1
+        graph = services.stores.graph
+        parsed: list[str] = []
+        monkeypatch.setattr(cluster_task, "subject_key", lambda text: parsed.append(text) or subject_key(text))
+        rewritten = {**graph.get_memory(maria[0]), "content": "John: the shelter needs volunteers on day 0"}
+        graph.replace_memories([rewritten])
+        clock.advance(hours=1)
+        report = services.engine.run(["cluster"])["result"]["cluster"]
+        assert report["pass"] == "incremental" and report["memories_considered"] == 6
+        assert parsed == [rewritten["content"]]
+        assert [sorted(c["member_ids"]) for c in report["clusters"]] == [sorted(maria[1:])]
     finally:
         services.close()

@@ -16,6 +16,7 @@ from ..settings import Settings
 from ..similarity import Pairs, clusters, normalized
 from ..stores.graph import GraphStore, MetaPatternRecord
 from ..stores.vectors import VectorPoint, payload_of
+from ..subjects import UNREAD, KeptSubjects
 from ..summaries import ClusterMember, type_mix
 from ..timeutil import SECONDS_PER_DAY, epoch_seconds, to_iso
 from .context import TaskContext, capped, positions_in
@@ -80,8 +81,9 @@ def full_pass(ctx: TaskContext, dry_run: bool, memories: Population, found: Pair
     inside[np.concatenate(reach) if reach else []] = True
     kept = inside[rows]  # (a pair's ends are in one component)
     rows, cols, similarities = rows[kept], cols[kept], similarities[kept]
-    subjects = Subjects(ctx.graph, ids)
+    subjects = Subjects(ctx.graph, memories, ctx.subjects, trust_kept=False)
     linked = subject_links(subjects.of(rows), subjects.of(cols), similarities, threshold)
+    subjects.keep(ctx)
     groups = clusters(len(ids), rows[linked], cols[linked], min_size)
     report = settle(ctx, dry_run, ids, memories.unit, groups, ctx.graph.meta_patterns() if stored is None else stored)
     settled_on_kept_graph(ctx, dry_run)
@@ -103,15 +105,14 @@ def min_relevance(settings: Settings) -> float:
 
 
 class Subjects:
-    """Who each memory of `ids` is about (hygiene.replacement.subject_key, as a number; -1: nobody), read from
-    its text the first time it is asked for."""
+    """Who each memory of a population is about (hygiene.replacement.subject_key, as a number; NOBODY: nobody),
+    read from its text the first time it is asked for. An incremental pass starts from the codes this process
+    kept for memories not changed since (`trust_kept`); a full pass reads every text it needs, since a program
+    writing without change markers may have edited one."""
 
-    UNREAD = -2
-
-    def __init__(self, graph: GraphStore, ids: list[str]):
-        self.graph, self.ids = graph, ids
-        self.codes = np.full(len(ids), self.UNREAD, dtype=np.int64)
-        self.numbers: dict[str, int] = {}
+    def __init__(self, graph: GraphStore, memories: Population, kept: KeptSubjects, trust_kept: bool):
+        self.graph, self.ids, self.changes, self.kept = graph, memories.ids, memories.changes, kept
+        self.codes = kept.known(self.ids, self.changes) if trust_kept else np.full(len(self.ids), UNREAD)
 
     def of(self, positions: np.ndarray) -> np.ndarray:
         positions = np.asarray(positions, dtype=np.int64)
@@ -119,15 +120,24 @@ class Subjects:
         # Marked on a mask rather than sorted unique: a full pass asks for both ends of 23M pairs at a million
         # memories, where np.unique took seconds.
         wanted = np.zeros(len(self.ids), dtype=bool)
-        wanted[positions[codes == self.UNREAD]] = True
+        wanted[positions[codes == UNREAD]] = True
         unread = np.flatnonzero(wanted)
         if unread.size:
             texts = self.graph.memory_contents([self.ids[p] for p in unread.tolist()])
-            self.codes[unread] = [self._number(subject_key(texts.get(self.ids[p], ""))) for p in unread.tolist()]
+            self.codes[unread] = [self.kept.code(subject_key(texts.get(self.ids[p], ""))) for p in unread.tolist()]
         return self.codes[positions]
 
-    def _number(self, key: str | None) -> int:
-        return -1 if key is None else self.numbers.setdefault(key, len(self.numbers))
+    def unread(self, groups: list[np.ndarray]) -> int:
+        """How many memories of these groups (positions) have a subject not known yet."""
+        unknown = np.zeros(len(self.ids), dtype=bool)
+        for group in groups:
+            unknown[group] = self.codes[group] == UNREAD
+        return int(unknown.sum())
+
+    def keep(self, ctx: TaskContext) -> None:
+        """Leave what was read for the next pass (a pass of one scope, or as of a time, read only some)."""
+        if ctx.graph.scoping.whole:
+            self.kept.keep(self.ids, self.changes, self.codes)
 
 
 def settle(ctx: TaskContext, dry_run: bool, ids: list[str], unit: np.ndarray, groups: list[np.ndarray],
