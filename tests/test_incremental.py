@@ -833,3 +833,27 @@ def test_an_incremental_pass_reads_again_only_the_texts_changed_since_the_last_p
         assert [sorted(c["member_ids"]) for c in report["clusters"]] == [sorted(maria[1:])]
     finally:
         services.close()
+
+
+def test_a_text_another_program_edits_and_embeds_again_is_read_again_by_the_next_full_pass(tmp_path, clock):
+    """AutoMem's edits leave no change number, but it embeds an edited text again: a subject kept for the old
+    vector is let go, and the memory, now about someone else, leaves its cluster."""
+    services = build_services(settings_for(tmp_path / "d", consolidation_cluster_low_relevance=True), clock=clock)
+    try:
+        rng = np.random.default_rng(12)
+        base = unit(rng.standard_normal(DIM))
+
+        def near():
+            return unit(base + 0.15 * unit(rng.standard_normal(DIM)))
+
+        maria = [add_memory(services, vector=near(), content=f"Maria: the shelter needs volunteers on day {i}")
+                 for i in range(6)]
+        assert services.engine.run(["cluster"])["result"]["cluster"]["clusters_found"] == 1
+        services.stores.graph.falkor.execute("MATCH (m:Memory {id: $id}) SET m.content = $content",
+                                             {"id": maria[0], "content": "John: the shelter needs volunteers"})
+        services.stores.vectors.upsert([VectorPoint(maria[0], near(), {})])
+        clock.advance(hours=1)
+        report = services.engine.run(["cluster"], full=True)["result"]["cluster"]
+        assert [sorted(c["member_ids"]) for c in report["clusters"]] == [sorted(maria[1:])]
+    finally:
+        services.close()

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..clusters import ClusterMatch, match_clusters, subject_links
 from ..hygiene.replacement import subject_key
+from ..neighbours import fingerprints
 from ..scoring import CANDIDATE_RELEVANCE, DEFAULT_IMPORTANCE, relevance_scores
 from ..settings import Settings
 from ..similarity import Pairs, clusters, normalized
@@ -24,6 +25,7 @@ from .context import TaskContext, capped, positions_in
 TASK = "cluster"
 # Only the most central members' text is read for a summary: enough for its key terms and quotes.
 SUMMARY_MEMBERS = 50
+PRINT_CHUNK = 65536  # vectors fingerprinted at once (each chunk is a copy: 100 MB of 384-d rows)
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ def full_pass(ctx: TaskContext, dry_run: bool, memories: Population, found: Pair
     inside[np.concatenate(reach) if reach else []] = True
     kept = inside[rows]  # (a pair's ends are in one component)
     rows, cols, similarities = rows[kept], cols[kept], similarities[kept]
-    subjects = Subjects(ctx.graph, memories, ctx.subjects, trust_kept=False)
+    subjects = Subjects(ctx.graph, memories, ctx.subjects)
     linked = subject_links(subjects.of(rows), subjects.of(cols), similarities, threshold)
     subjects.keep(ctx)
     groups = clusters(len(ids), rows[linked], cols[linked], min_size)
@@ -106,38 +108,51 @@ def min_relevance(settings: Settings) -> float:
 
 class Subjects:
     """Who each memory of a population is about (hygiene.replacement.subject_key, as a number; NOBODY: nobody),
-    read from its text the first time it is asked for. An incremental pass starts from the codes this process
-    kept for memories not changed since (`trust_kept`); a full pass reads every text it needs, since a program
-    writing without change markers may have edited one."""
+    read from its text the first time it is asked for, unless this process kept it from a pass that read the
+    memory with the change number and the vector it has now (subjects.KeptSubjects)."""
 
-    def __init__(self, graph: GraphStore, memories: Population, kept: KeptSubjects, trust_kept: bool):
-        self.graph, self.ids, self.changes, self.kept = graph, memories.ids, memories.changes, kept
-        self.codes = kept.known(self.ids, self.changes) if trust_kept else np.full(len(self.ids), UNREAD)
+    def __init__(self, graph: GraphStore, memories: Population, kept: KeptSubjects):
+        self.graph, self.ids, self.unit, self.changes, self.kept = (graph, memories.ids, memories.unit,
+                                                                   memories.changes, kept)
+        self.codes, self.kept_prints = kept.known(self.ids, self.changes)
+        self.prints = np.zeros(len(self.ids), dtype=np.uint64)
+        self.checked = np.zeros(len(self.ids), dtype=bool)  # its vector compared with the kept one, or read
 
     def of(self, positions: np.ndarray) -> np.ndarray:
         positions = np.asarray(positions, dtype=np.int64)
-        codes = self.codes[positions]
-        # Marked on a mask rather than sorted unique: a full pass asks for both ends of 23M pairs at a million
-        # memories, where np.unique took seconds.
-        wanted = np.zeros(len(self.ids), dtype=bool)
-        wanted[positions[codes == UNREAD]] = True
-        unread = np.flatnonzero(wanted)
+        unread = self._check(positions)
         if unread.size:
             texts = self.graph.memory_contents([self.ids[p] for p in unread.tolist()])
             self.codes[unread] = [self.kept.code(subject_key(texts.get(self.ids[p], ""))) for p in unread.tolist()]
         return self.codes[positions]
 
+    def _check(self, positions: np.ndarray) -> np.ndarray:
+        """Compare the vectors of these positions not checked yet with the kept ones (a kept code whose vector
+        moved is let go); returns the distinct positions among them whose subject must be read."""
+        # Marked on a mask rather than sorted unique: a full pass asks for both ends of 23M pairs at a million
+        # memories, where np.unique took seconds.
+        wanted = np.zeros(len(self.ids), dtype=bool)
+        wanted[positions] = True
+        todo = np.flatnonzero(wanted & ~self.checked)
+        for start in range(0, todo.size, PRINT_CHUNK):  # a chunk of vectors copied at a time
+            part = todo[start:start + PRINT_CHUNK]
+            self.prints[part] = fingerprints(self.unit[part], None)
+        self.codes[todo[self.prints[todo] != self.kept_prints[todo]]] = UNREAD
+        self.checked[todo] = True
+        return np.flatnonzero(wanted & (self.codes == UNREAD))
+
     def unread(self, groups: list[np.ndarray]) -> int:
-        """How many memories of these groups (positions) have a subject not known yet."""
-        unknown = np.zeros(len(self.ids), dtype=bool)
-        for group in groups:
-            unknown[group] = self.codes[group] == UNREAD
-        return int(unknown.sum())
+        """How many memories of these groups (positions) have a subject not known yet (checked now)."""
+        if not groups:
+            return 0
+        return int(self._check(np.concatenate(groups)).size)
 
     def keep(self, ctx: TaskContext) -> None:
-        """Leave what was read for the next pass (a pass of one scope, or as of a time, read only some)."""
+        """Leave what is known for the next pass: what was read or checked, and what was kept before for the
+        others (a pass of one scope, or as of a time, keeps nothing: it read only some)."""
         if ctx.graph.scoping.whole:
-            self.kept.keep(self.ids, self.changes, self.codes)
+            prints = np.where(self.checked, self.prints, self.kept_prints)
+            self.kept.keep(self.ids, self.changes, prints, self.codes)
 
 
 def settle(ctx: TaskContext, dry_run: bool, ids: list[str], unit: np.ndarray, groups: list[np.ndarray],

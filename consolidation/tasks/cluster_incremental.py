@@ -49,7 +49,7 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     changed = changed[memories.candidate[changed]]
     stored = ctx.graph.meta_patterns()
     patterns = touched(stored, position, set(changed.tolist()), settings.consolidation_cluster_min_size)
-    subjects = cluster.Subjects(ctx.graph, memories, ctx.subjects, trust_kept=True)
+    subjects = cluster.Subjects(ctx.graph, memories, ctx.subjects)
     found = None  # the similar pairs of every candidate, when the kept graph has them
     too_broken = _too_broken(patterns, subjects, len(position))
     if too_broken:
