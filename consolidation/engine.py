@@ -123,7 +123,7 @@ class ConsolidationEngine:
         self.neighbours = NeighbourGraph(settings)
         # When decay and forget next need each memory (revisits.py), kept by this process's last pass of each.
         self.dues: dict[str, Dues] = {}
-        # Who each memory is about, as clustering last read it here: an incremental pass reads only changed texts.
+        # Who each memory is about, as clustering last read it here: a pass reads again only the changed texts.
         self.subjects = KeptSubjects()
         self.holder = new_holder()
         self._background: list[threading.Thread] = []

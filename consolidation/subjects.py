@@ -18,7 +18,7 @@ class KeptSubjects:
     text again. A memory never marked (NaN) is never trusted."""
 
     def __init__(self) -> None:
-        self.numbers: dict[str, int] = {}  # subject key -> code, for every pass of this process
+        self._numbers: dict[str, int] = {}  # subject key -> code, for every pass of this process
         self._ids: list[str] = []
         self._position: dict[str, int] = {}
         self._changes = np.zeros(0)
@@ -27,7 +27,7 @@ class KeptSubjects:
 
     def code(self, key: str | None) -> int:
         """The number of a subject key (NOBODY for None), the same in every pass."""
-        return NOBODY if key is None else self.numbers.setdefault(key, len(self.numbers))
+        return NOBODY if key is None else self._numbers.setdefault(key, len(self._numbers))
 
     def known(self, ids: Sequence[str], changes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For each of `ids`: the kept code if its change number is still the one it was read at (else UNREAD),

@@ -70,9 +70,9 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
 
 
 def full_pass(ctx: TaskContext, dry_run: bool, memories: Population, found: Pairs,
-              stored: list[MetaPatternRecord] | None = None) -> dict[str, Any]:
+              stored: list[MetaPatternRecord] | None = None, subjects: Subjects | None = None) -> dict[str, Any]:
     """The clusters among every candidate, from their similar pairs `found`, settled with every MetaPattern
-    (`stored`, when they were read already)."""
+    (`stored`) and with the subjects known so far (`subjects`), when an incremental pass read them already."""
     ids, threshold = memories.ids, ctx.settings.consolidation_cluster_similarity
     rows, cols, similarities = found
     min_size = ctx.settings.consolidation_cluster_min_size
@@ -83,7 +83,7 @@ def full_pass(ctx: TaskContext, dry_run: bool, memories: Population, found: Pair
     inside[np.concatenate(reach) if reach else []] = True
     kept = inside[rows]  # (a pair's ends are in one component)
     rows, cols, similarities = rows[kept], cols[kept], similarities[kept]
-    subjects = Subjects(ctx.graph, memories, ctx.subjects)
+    subjects = Subjects(ctx.graph, memories, ctx.subjects) if subjects is None else subjects
     linked = subject_links(subjects.of(rows), subjects.of(cols), similarities, threshold)
     subjects.keep(ctx)
     groups = clusters(len(ids), rows[linked], cols[linked], min_size)

@@ -53,17 +53,17 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
     found = None  # the similar pairs of every candidate, when the kept graph has them
     too_broken = _too_broken(patterns, subjects, len(position))
     if too_broken:
-        return _full_pass(ctx, dry_run, memories, found, stored, too_broken)
+        return _full_pass(ctx, dry_run, memories, found, stored, subjects, too_broken)
     if ctx.neighbours.kept_size(settings.consolidation_cluster_similarity) > settings.consolidation_cluster_exact_limit:
         found = cluster.similar_pairs(ctx, memories)  # brings the graph up to date, or builds it again
         if ctx.neighbours.settled(cluster.TASK) != ctx.since:
-            return _full_pass(ctx, dry_run, memories, found, stored, GRAPH_BUILT_AGAIN)
+            return _full_pass(ctx, dry_run, memories, found, stored, subjects, GRAPH_BUILT_AGAIN)
     search, within, source = _searches(memories, patterns, found, subjects, settings.consolidation_cluster_similarity)
     try:
         region = cluster_region(changed, patterns, len(memories.ids), search, within,
                                 max(SEARCH_FLOOR, int(SEARCH_SHARE * len(position))))
     except TooMuchChanged as exc:
-        return _full_pass(ctx, dry_run, memories, found, stored, str(exc))
+        return _full_pass(ctx, dry_run, memories, found, stored, subjects, str(exc))
     subjects.keep(ctx)
     groups = region_clusters(region, settings.consolidation_cluster_min_size)
     reached = {p.id for p in region.patterns}
@@ -79,10 +79,11 @@ def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
 def _too_broken(patterns: list[Touched], subjects: cluster.Subjects, candidates: int) -> str | None:
     """Why reading the broken MetaPatterns again would cost about a full pass, if it would."""
     broken = [entry.members for entry in patterns if entry.broken]
-    held, unread = sum(group.size for group in broken), subjects.unread(broken)
+    held = sum(group.size for group in broken)
     if held > max(SEARCH_FLOOR, BROKEN_SHARE * candidates):
         return (f"the MetaPatterns the changes broke hold {held} of {candidates} candidates: reading them again "
                 "costs about a full pass")
+    unread = subjects.unread(broken)  # (their vectors fingerprinted: only past the cheaper rule above)
     if unread > max(SEARCH_FLOOR, UNREAD_BROKEN_SHARE * candidates):
         return (f"the MetaPatterns the changes broke hold {unread} of {candidates} candidates whose texts this "
                 "process has not read since they last changed: reading them costs about a full pass")
@@ -101,9 +102,10 @@ def _searches(memories: cluster.Population, patterns: list[Touched], found: Pair
 
 
 def _full_pass(ctx: TaskContext, dry_run: bool, memories: cluster.Population, found: Pairs | None,
-               stored: list[MetaPatternRecord], reason: str) -> dict[str, Any]:
+               stored: list[MetaPatternRecord], subjects: cluster.Subjects, reason: str) -> dict[str, Any]:
     found = cluster.similar_pairs(ctx, memories) if found is None else found
-    return {**cluster.full_pass(ctx, dry_run, memories, found, stored), "pass": "full", "pass_reason": reason}
+    return {**cluster.full_pass(ctx, dry_run, memories, found, stored, subjects), "pass": "full",
+            "pass_reason": reason}
 
 
 class KeptPairs:

@@ -42,7 +42,7 @@ class TaskContext:
     # The change counter at the task's start, and the due times decay and forget keep in this process.
     change_counter: int = 0
     dues: dict[str, Dues] = field(default_factory=dict)
-    # Who each memory is about, as clustering last read it in this process (by change number).
+    # Who each memory is about, as clustering last read it in this process (by change number and vector).
     subjects: KeptSubjects = field(default_factory=KeptSubjects)
     # Forget's judgement of decay's full read, for forget later in the same run (tasks/handoff.py); None: no
     # such pair in the run.
