@@ -41,6 +41,19 @@ class Episodes:
             return np.zeros(0, dtype=np.int64)
         return np.unique(np.concatenate([self.order[start:stop] for start, stop in self.blocks]))
 
+    def parts(self, most_members: int) -> list[Episodes]:
+        """These episodes in consecutive parts of at most `most_members` members each (one episode more, when a
+        single one is larger): each part's vectors can be read on their own."""
+        parts, taken, start = [], 0, 0
+        for k, (low, high) in enumerate(self.blocks):
+            if taken and taken + high - low > most_members:
+                parts.append(Episodes(self.order, self.blocks[start:k]))
+                taken, start = 0, k
+            taken += high - low
+        if taken:
+            parts.append(Episodes(self.order, self.blocks[start:]))
+        return parts
+
     def renumbered(self, number: np.ndarray) -> Episodes:
         """The same episodes with each row given a new number (`number[row]`; -1: no vector)."""
         return Episodes(number[self.order], self.blocks)

@@ -1,5 +1,6 @@
 """Episodes: what a scope stated together is linked (same_episode), and a recall gives its last place to the partner."""
 
+import uuid
 from datetime import timedelta
 
 import numpy as np
@@ -159,3 +160,41 @@ def test_a_memory_without_a_vector_is_in_its_episode_but_compared_with_nothing()
     episodes = episodes_of([""] * 3, np.array([0.0, 10.0, 20.0]), HOUR)
     found = closest_partners(episodes.renumbered(np.array([0, -1, 1])), np.stack([axis(0), axis(0)]), 0.5)
     assert (found.first.tolist(), found.second.tolist()) == ([0], [1])
+
+
+def test_episodes_in_parts_keep_every_episode_whole_and_each_part_within_its_size():
+    rng = np.random.default_rng(4)
+    seconds = np.sort(rng.uniform(0, 40 * HOUR, 600))
+    episodes = episodes_of(["u"] * 600, seconds, HOUR)
+    sizes = [stop - start for start, stop in episodes.blocks]
+    parts = episodes.parts(50)
+    assert [block for part in parts for block in part.blocks] == episodes.blocks  # all, in order, once
+    for part in parts:
+        held = sum(stop - start for start, stop in part.blocks)
+        # At most 50, unless a single episode is larger on its own.
+        assert held <= 50 or len(part.blocks) == 1
+    # Greedy: a part and the next episode together would pass the size.
+    assert all(sum(stop - start for start, stop in part.blocks) + (nxt.blocks[0][1] - nxt.blocks[0][0]) > 50
+               for part, nxt in zip(parts, parts[1:]))
+    assert sum(sizes) == sum(part.members().size for part in parts)
+
+
+def test_creative_reads_the_episodes_a_part_at_a_time_with_the_same_links(tmp_path, clock, monkeypatch):
+    from consolidation.tasks import creative
+
+    def edges_with_part(part: int, where: str) -> dict:
+        monkeypatch.setattr(creative, "EPISODE_PART", part)
+        services = build_services(make_settings(tmp_path / where), clock=clock)
+        try:
+            rng = np.random.default_rng(9)
+            for k in range(40):  # four talks of ten memories, one topic each with noise
+                add_memory(services, id=str(uuid.UUID(int=k + 1)), timestamp=at(k % 10 + 120 * (k // 10)),
+                           vector=unit(axis(k // 10) + 0.6 * rng.standard_normal(axis(0).size) / np.sqrt(axis(0).size)))
+            report = services.engine.run(["creative"])["result"]["creative"]
+            return same_episode_edges(services), report["by_kind"]["same_episode"]
+        finally:
+            services.close()
+
+    whole, count = edges_with_part(10_000, "whole")
+    parted, parted_count = edges_with_part(3, "parted")  # smaller than one talk: a part per episode
+    assert count >= 10 and parted == pytest.approx(whole) and parted_count == count

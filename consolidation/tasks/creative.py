@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..episodes import closest_partners, episodes_of
+from ..episodes import Episodes, closest_partners, episodes_of
 from ..rules import association_for
 from ..scoring import CANDIDATE_RELEVANCE
 from ..similarity import normalized
@@ -21,6 +21,7 @@ log = logging.getLogger(__name__)
 MIN_RELEVANCE = CANDIDATE_RELEVANCE
 ALGORITHM = "creative_association"
 EPISODE_ALGORITHM = "episode_association"
+EPISODE_PART = 16384  # episode members whose vectors are read at once (24 MB of 384-d rows)
 
 
 def run(ctx: TaskContext, dry_run: bool) -> dict[str, Any]:
@@ -56,26 +57,39 @@ def _with_episodes(ctx: TaskContext, dry_run: bool, report: dict[str, Any], sinc
     episodes = episodes_of(scope_keys, seconds, settings.consolidation_episode_seconds)
     changed = np.ones(len(ids), bool) if since is None else changes > since
     # Only the episodes with a changed member can give a link naming one: only their vectors are read.
-    episodes = episodes.touching(changed)
-    members = episodes.members()
-    member_ids = [ids[r] for r in members.tolist()]
-    found, matrix = ctx.vectors.vectors(member_ids)
-    rows = members[positions_in(member_ids, found)]
-    number = np.full(len(ids), -1, dtype=np.int64)
-    number[rows] = np.arange(rows.size)
-    links = closest_partners(episodes.renumbered(number), normalized(matrix),
-                             settings.consolidation_episode_similarity)
-    changed = changed[rows]
+    first, second, similarity = _episode_links(ctx, ids, episodes.touching(changed))
     now_iso = to_iso(ctx.now)
-    edges = [_episode_edge(found[a], found[b], similarity, now_iso)
-             for a, b, similarity in zip(links.first.tolist(), links.second.tolist(), links.similarity.tolist())
-             if changed[a] or changed[b]]
+    edges = [_episode_edge(ids[a], ids[b], value, now_iso)
+             for a, b, value in zip(first.tolist(), second.tolist(), similarity.tolist()) if changed[a] or changed[b]]
     joined = ctx.graph.joined_pairs([(e["a"], e["b"]) for e in edges])
     edges = [e for e in edges if frozenset((e["a"], e["b"])) not in joined]
     if not dry_run:
         ctx.graph.create_associations("DISCOVERED", edges)
     by_kind = {**report["by_kind"], **({"same_episode": len(edges)} if edges else {})}
     return {**report, "by_kind": by_kind, "edges": report["edges"] + [_public(e) for e in edges]}
+
+
+def _episode_links(ctx: TaskContext, ids: list[str], episodes: Episodes) -> tuple[np.ndarray, ...]:
+    """Each episode member's closest partner (closest_partners), as rows of `ids`, ordered by them. The vectors
+    are read a part of the episodes at a time: a few rows are copied, where asking for most of the store in
+    episode order would have the vector cache reorder its million rows (and the next task's request undo it)."""
+    min_similarity = ctx.settings.consolidation_episode_similarity
+    number = np.full(len(ids), -1, dtype=np.int64)
+    firsts, seconds, values = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)], [np.zeros(0)]
+    for part in episodes.parts(EPISODE_PART):
+        members = part.members()
+        member_ids = [ids[r] for r in members.tolist()]
+        found, matrix = ctx.vectors.vectors(member_ids)
+        rows = members[positions_in(member_ids, found)]
+        number[rows] = np.arange(rows.size)
+        links = closest_partners(part.renumbered(number), normalized(matrix), min_similarity)
+        number[rows] = -1
+        firsts.append(rows[links.first])
+        seconds.append(rows[links.second])
+        values.append(links.similarity)
+    first, second, similarity = (np.concatenate(column) for column in (firsts, seconds, values))
+    order = np.lexsort((second, first))  # (each memory is in one episode: no pair is found in two parts)
+    return first[order], second[order], similarity[order]
 
 
 def _episode_edge(first: str, second: str, similarity: float, now_iso: str) -> dict[str, Any]:

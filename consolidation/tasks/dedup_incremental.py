@@ -269,9 +269,10 @@ class Region:
         number_at = np.full(len(self.ids), -1, dtype=np.int64)
         inside = np.flatnonzero(origins >= 0)
         number_at[origins[inside]] = inside
+        asked = number_at >= 0  # a mask is gathered over every pair: an eighth of the numbers' bytes
         graph, parts = self.graph, []
         for mine, theirs in ((graph.rows, graph.cols), (graph.cols, graph.rows)):
-            hit = np.flatnonzero(number_at[mine] >= 0)
+            hit = np.flatnonzero(asked[mine])
             hit = hit[self.kinds[mine[hit]] == self.kinds[theirs[hit]]]
             parts.append(Pairs(number_at[mine[hit]].astype(INDEX), theirs[hit], graph.similarities[hit]))
         return Pairs.joined(parts)
